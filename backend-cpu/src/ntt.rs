@@ -1,0 +1,246 @@
+//! Radix-2 NTT over Fr on the CPU (rayon), and the H polynomial of a partition.
+
+use blstrs::Scalar;
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+
+/// An evaluation domain of size `2^log2`.
+#[derive(Debug, Clone, Copy)]
+pub struct Domain {
+    /// log2 of the size.
+    pub log2: u32,
+    /// The generator of the size-`2^log2` subgroup, as bellperson picks it.
+    pub omega: Scalar,
+}
+
+impl Domain {
+    /// The domain of size `2^log2` (`log2 <= 32`).
+    pub fn new(log2: u32) -> Self {
+        assert!(log2 <= Scalar::S, "domain 2^{log2} exceeds 2^{}", Scalar::S);
+        let mut omega = Scalar::ROOT_OF_UNITY;
+        for _ in log2..Scalar::S {
+            omega = omega.square();
+        }
+        Domain { log2, omega }
+    }
+
+    /// The size.
+    pub fn size(&self) -> usize {
+        1 << self.log2
+    }
+}
+
+/// Below this size the butterflies of one block run on one thread.
+const PAR_MIN: usize = 1 << 10;
+
+/// In-place NTT: `values[i] <- sum_j values[j] * omega^(i j)`, in natural order.
+pub fn ntt(values: &mut [Scalar], omega: Scalar) {
+    let n = values.len();
+    assert!(n.is_power_of_two(), "NTT size {n} is not a power of two");
+    if n == 1 {
+        return;
+    }
+    bit_reverse(values);
+    let twiddles = powers(omega, n / 2);
+    let mut half = 1;
+    while half < n {
+        let stride = n / (2 * half);
+        let blocks = n / (2 * half);
+        let butterfly = |block: &mut [Scalar]| {
+            let (lo, hi) = block.split_at_mut(half);
+            if half >= PAR_MIN && blocks < rayon::current_num_threads() {
+                lo.par_iter_mut()
+                    .zip(hi.par_iter_mut())
+                    .enumerate()
+                    .with_min_len(PAR_MIN)
+                    .for_each(|(j, (l, h))| bf(l, h, &twiddles[j * stride]));
+            } else {
+                for (j, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+                    bf(l, h, &twiddles[j * stride]);
+                }
+            }
+        };
+        if n >= PAR_MIN {
+            values
+                .par_chunks_mut(2 * half)
+                .with_min_len((PAR_MIN / (2 * half)).max(1))
+                .for_each(butterfly);
+        } else {
+            values.chunks_mut(2 * half).for_each(butterfly);
+        }
+        half *= 2;
+    }
+}
+
+#[inline(always)]
+fn bf(lo: &mut Scalar, hi: &mut Scalar, w: &Scalar) {
+    let t = *hi * w;
+    *hi = *lo - t;
+    *lo += t;
+}
+
+fn bit_reverse(values: &mut [Scalar]) {
+    let n = values.len();
+    let shift = usize::BITS - n.trailing_zeros();
+    for i in 0..n {
+        let j = i.reverse_bits() >> shift;
+        if i < j {
+            values.swap(i, j);
+        }
+    }
+}
+
+/// `[1, g, g^2, ..., g^(n-1)]`, computed in parallel chunks.
+pub fn powers(g: Scalar, n: usize) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; n];
+    scale_by_powers(&mut out, g, Scalar::ONE, true);
+    out
+}
+
+/// `values[i] *= c * g^i` (or `values[i] = c * g^i` when `assign`), in parallel.
+fn scale_by_powers(values: &mut [Scalar], g: Scalar, c: Scalar, assign: bool) {
+    const CHUNK: usize = 1 << 12;
+    values
+        .par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(k, chunk)| {
+            let mut p = c * g.pow_vartime([(k * CHUNK) as u64]);
+            for v in chunk {
+                if assign {
+                    *v = p;
+                } else {
+                    *v *= p;
+                }
+                p *= g;
+            }
+        });
+}
+
+/// Inverse NTT followed by the move to the coset `g * H`: from evaluations over the domain to
+/// evaluations over the coset (`g` is Fr's multiplicative generator, as in bellperson).
+pub fn evaluations_to_coset(values: &mut [Scalar], domain: &Domain) {
+    let minv = Scalar::from(values.len() as u64).invert().unwrap();
+    ntt(values, domain.omega.invert().unwrap());
+    scale_by_powers(values, Scalar::MULTIPLICATIVE_GENERATOR, minv, false);
+    ntt(values, domain.omega);
+}
+
+/// The coefficients of `H = (A B - C) / Z` from the A, B, C evaluations of a partition
+/// (bellperson's computation, with the scalings fused): iNTT, coset NTT, pointwise
+/// `(a b - c) / Z(g)`, coset iNTT. Returns the `m - 1` coefficients that meet the H query; b and
+/// c are freed as soon as they are used.
+pub fn quotient(
+    mut a: Vec<Scalar>,
+    mut b: Vec<Scalar>,
+    mut c: Vec<Scalar>,
+    domain: &Domain,
+) -> Vec<Scalar> {
+    let m = domain.size();
+    for v in [&mut a, &mut b, &mut c] {
+        v.resize(m, Scalar::ZERO);
+    }
+    rayon::join(
+        || evaluations_to_coset(&mut a, domain),
+        || {
+            rayon::join(
+                || evaluations_to_coset(&mut b, domain),
+                || evaluations_to_coset(&mut c, domain),
+            )
+        },
+    );
+    let g = Scalar::MULTIPLICATIVE_GENERATOR;
+    let zinv = (g.pow_vartime([m as u64]) - Scalar::ONE).invert().unwrap();
+    a.par_iter_mut()
+        .zip(b.par_iter())
+        .zip(c.par_iter())
+        .with_min_len(PAR_MIN)
+        .for_each(|((a, b), c)| *a = (*a * b - c) * zinv);
+    drop(b);
+    drop(c);
+    ntt(&mut a, domain.omega.invert().unwrap());
+    let minv = Scalar::from(m as u64).invert().unwrap();
+    scale_by_powers(&mut a, g.invert().unwrap(), minv, false);
+    a.truncate(m - 1);
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(values: &[Scalar], omega: Scalar) -> Vec<Scalar> {
+        let n = values.len();
+        (0..n)
+            .map(|i| {
+                let wi = omega.pow_vartime([i as u64]);
+                let mut acc = Scalar::ZERO;
+                let mut p = Scalar::ONE;
+                for v in values {
+                    acc += *v * p;
+                    p *= wi;
+                }
+                acc
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ntt_matches_naive_dft() {
+        let mut rng = rand::thread_rng();
+        for log2 in [0, 1, 2, 5, 11] {
+            let d = Domain::new(log2);
+            let v: Vec<Scalar> = (0..d.size()).map(|_| Scalar::random(&mut rng)).collect();
+            let mut got = v.clone();
+            ntt(&mut got, d.omega);
+            assert_eq!(got, naive(&v, d.omega), "log2 {log2}");
+            // Negative twin: the wrong root gives a different transform (for n = 2 the only
+            // twiddle is 1, whatever the root).
+            if log2 > 1 {
+                let mut wrong = v.clone();
+                ntt(&mut wrong, d.omega.square());
+                assert_ne!(wrong, got);
+            }
+        }
+    }
+
+    #[test]
+    fn ntt_round_trips() {
+        let mut rng = rand::thread_rng();
+        let d = Domain::new(13);
+        let v: Vec<Scalar> = (0..d.size()).map(|_| Scalar::random(&mut rng)).collect();
+        let mut w = v.clone();
+        ntt(&mut w, d.omega);
+        ntt(&mut w, d.omega.invert().unwrap());
+        let minv = Scalar::from(d.size() as u64).invert().unwrap();
+        w.iter_mut().for_each(|x| *x *= minv);
+        assert_eq!(v, w);
+    }
+
+    #[test]
+    fn quotient_is_the_division_by_z() {
+        // With A, B of degree < m and C the evaluations of A B on the domain, C's interpolant
+        // is A B mod (x^m - 1), so H = (A B - C) / (x^m - 1) is the high half of A B:
+        // h_i = (A B)_{i + m}.
+        let mut rng = rand::thread_rng();
+        let d = Domain::new(6);
+        let m = d.size();
+        let pa: Vec<Scalar> = (0..m).map(|_| Scalar::random(&mut rng)).collect();
+        let pb: Vec<Scalar> = (0..m).map(|_| Scalar::random(&mut rng)).collect();
+        let mut ab = vec![Scalar::ZERO; 2 * m - 1];
+        for (i, x) in pa.iter().enumerate() {
+            for (j, y) in pb.iter().enumerate() {
+                ab[i + j] += *x * y;
+            }
+        }
+        let (mut a, mut b) = (pa.clone(), pb.clone());
+        ntt(&mut a, d.omega);
+        ntt(&mut b, d.omega);
+        let c: Vec<Scalar> = a.iter().zip(&b).map(|(a, b)| *a * b).collect();
+        let h = quotient(a.clone(), b.clone(), c.clone(), &d);
+        assert_eq!(h, ab[m..].to_vec());
+        // Negative twin: C off by one at one point no longer divides, and H changes.
+        let mut c2 = c;
+        c2[3] += Scalar::ONE;
+        assert_ne!(quotient(a, b, c2, &d), ab[m..].to_vec());
+    }
+}

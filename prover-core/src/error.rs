@@ -1,0 +1,159 @@
+//! The error type of the core crate: every failure names what was wrong and where.
+
+use std::fmt;
+
+/// Why a point could not be decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointError {
+    /// The flag bits or a coordinate (>= p) are not a valid encoding.
+    BadEncoding,
+    /// The coordinates do not satisfy the curve equation.
+    NotOnCurve,
+    /// The point is on the curve but not in the prime-order subgroup.
+    NotInSubgroup,
+    /// The point at infinity, where the format forbids it.
+    Identity,
+}
+
+impl fmt::Display for PointError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PointError::BadEncoding => "bad encoding",
+            PointError::NotOnCurve => "not on the curve",
+            PointError::NotInSubgroup => "not in the prime-order subgroup",
+            PointError::Identity => "the point at infinity, which is forbidden here",
+        })
+    }
+}
+
+/// Errors of proofline's core.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Input ended before a field was complete.
+    #[error("{what}: truncated data: needed {needed} bytes at offset {offset}, {available} left")]
+    Truncated {
+        /// The field being read.
+        what: &'static str,
+        /// Byte offset where the field starts.
+        offset: u64,
+        /// Bytes the field needs.
+        needed: u64,
+        /// Bytes that were left.
+        available: u64,
+    },
+    /// A length prefix claims more elements than the data can hold.
+    #[error("{what}: length prefix claims {claimed} elements ({claimed_bytes} bytes) but only {available} bytes are left")]
+    LengthExceedsData {
+        /// The section.
+        what: &'static str,
+        /// Element count of the prefix.
+        claimed: u64,
+        /// Bytes those elements need.
+        claimed_bytes: u64,
+        /// Bytes that were left.
+        available: u64,
+    },
+    /// Bytes remain after the last section.
+    #[error("{what}: {extra} trailing bytes after the last section")]
+    TrailingBytes {
+        /// What was being read.
+        what: &'static str,
+        /// Count of extra bytes.
+        extra: u64,
+    },
+    /// A point failed to decode.
+    #[error("{what}[{index}]: {reason}")]
+    InvalidPoint {
+        /// The section or field.
+        what: &'static str,
+        /// Index inside the section (0 for single fields).
+        index: usize,
+        /// Why.
+        reason: PointError,
+    },
+    /// A structural problem of a verifying key or parameters.
+    #[error("malformed {what}: {detail}")]
+    Malformed {
+        /// What is malformed.
+        what: &'static str,
+        /// Details.
+        detail: String,
+    },
+    /// The number of public inputs does not match the verifying key.
+    #[error("public inputs: the verifying key expects {expected}, got {got}")]
+    PublicInputCount {
+        /// Count that the key expects (without the implicit ONE).
+        expected: usize,
+        /// Count given.
+        got: usize,
+    },
+    /// The circuit does not match the parameters.
+    #[error("circuit does not match the parameters: {what}: circuit has {circuit}, parameters have {params}")]
+    ShapeMismatch {
+        /// The quantity that differs.
+        what: &'static str,
+        /// The circuit's value.
+        circuit: usize,
+        /// The parameters' value.
+        params: usize,
+    },
+    /// The witness does not satisfy a constraint.
+    #[error("circuit is not satisfied: constraint {index} ({annotation}) fails a * b = c")]
+    Unsatisfied {
+        /// Index of the first failing constraint.
+        index: usize,
+        /// The constraint's annotation.
+        annotation: String,
+    },
+    /// An error raised by the circuit's own code during synthesis.
+    #[error("synthesis: {0}")]
+    Synthesis(#[from] bellpepper_core::SynthesisError),
+    /// The circuit needs a larger evaluation domain than BLS12-381's Fr supports.
+    #[error("circuit needs an evaluation domain of 2^{log2} > 2^32")]
+    DomainTooLarge {
+        /// log2 of the needed domain.
+        log2: u32,
+    },
+    /// A backend failed.
+    #[error("backend {backend}: {source}")]
+    Backend {
+        /// The backend's name.
+        backend: String,
+        /// The backend's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A partition of a job failed; names the partition and the stage.
+    #[error("partition {partition} failed in {stage}: {source}")]
+    PartitionFailed {
+        /// Index of the partition in its job.
+        partition: usize,
+        /// The stage (`synthesis`, `accelerator`, `finalize`).
+        stage: &'static str,
+        /// The cause.
+        #[source]
+        source: Box<Error>,
+    },
+    /// An I/O error.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Wraps an I/O error with what was being done.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Result alias of the core crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

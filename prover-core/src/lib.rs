@@ -1,0 +1,39 @@
+//! proofline's core: Groth16 on BLS12-381 in bellperson's formats, split into the stages of a
+//! partitioned prover.
+//!
+//! - [`params`], [`proof`]: keys, parameters and proofs, read and written in bellperson's layout.
+//! - [`generator`]: seeded parameter generation, interchangeable with bellperson's.
+//! - [`verify`]: single and batch verification.
+//! - [`synthesize`], [`stages`], [`prove`]: the three stage traits (`Synthesizer`,
+//!   `GpuBackend`, `Finalizer`) and the one-call prover over them.
+//! - [`circuits`]: demo workloads for tests, benchmarks and the `prove` command.
+#![warn(missing_docs)]
+
+pub mod circuits;
+pub mod density;
+mod encoding;
+pub mod error;
+pub mod generator;
+pub mod params;
+pub mod proof;
+pub mod prove;
+pub mod stages;
+pub mod synthesize;
+pub mod verify;
+
+pub use bellpepper_core;
+pub use blstrs;
+pub use encoding::{EncodedPoint, PointCheck};
+pub use error::{Error, PointError, Result};
+pub use generator::{generate_parameters, generate_random_parameters, generate_seeded_parameters};
+pub use params::{Parameters, VerifyingKey};
+pub use proof::Proof;
+pub use prove::{prove, prove_with_randomness, Stages};
+pub use stages::{
+    assemble, AcceleratorSums, Finalizer, FinishedPartition, GpuBackend, HandBack, PendingProof,
+    PreparedParameters, Randomness,
+};
+pub use synthesize::{
+    CpuSynthesizer, Evaluations, PartitionShape, SynthesizedPartition, Synthesizer, Witness,
+};
+pub use verify::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};

@@ -1,0 +1,197 @@
+//! Groth16 verifying keys and proving parameters, in bellperson's byte layout.
+//!
+//! Layout (all points uncompressed, every count a u32 big-endian prefix):
+//! `vk = alpha_g1 beta_g1 beta_g2 gamma_g2 delta_g1 delta_g2 |ic| ic*`,
+//! `params = vk |h| h* |l| l* |a| a* |b_g1| b_g1* |b_g2| b_g2*`.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use blstrs::{G1Affine, G2Affine};
+
+use crate::encoding::{write_point, write_points, PointCheck, ReadSource, SliceSource, Source};
+use crate::error::{Error, Result};
+
+/// The Groth16 verifying key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyingKey {
+    /// `alpha * G1`.
+    pub alpha_g1: G1Affine,
+    /// `beta * G1`.
+    pub beta_g1: G1Affine,
+    /// `beta * G2`.
+    pub beta_g2: G2Affine,
+    /// `gamma * G2`.
+    pub gamma_g2: G2Affine,
+    /// `delta * G1`.
+    pub delta_g1: G1Affine,
+    /// `delta * G2`.
+    pub delta_g2: G2Affine,
+    /// `(beta * u_i(tau) + alpha * v_i(tau) + w_i(tau)) / gamma * G1` for every public input
+    /// `i`, the constant ONE first.
+    pub ic: Vec<G1Affine>,
+}
+
+impl VerifyingKey {
+    /// Number of public inputs a proof takes (without the implicit ONE).
+    pub fn num_public_inputs(&self) -> usize {
+        self.ic.len().saturating_sub(1)
+    }
+
+    /// Writes the key in bellperson's layout.
+    pub fn write<W: Write>(&self, mut w: W) -> Result<()> {
+        write_point(&mut w, "vk.alpha_g1", &self.alpha_g1)?;
+        write_point(&mut w, "vk.beta_g1", &self.beta_g1)?;
+        write_point(&mut w, "vk.beta_g2", &self.beta_g2)?;
+        write_point(&mut w, "vk.gamma_g2", &self.gamma_g2)?;
+        write_point(&mut w, "vk.delta_g1", &self.delta_g1)?;
+        write_point(&mut w, "vk.delta_g2", &self.delta_g2)?;
+        write_points(&mut w, "vk.ic", &self.ic)
+    }
+
+    /// Serializes the key to a byte vector.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write(&mut out).expect("writing to a Vec cannot fail");
+        out
+    }
+
+    /// Reads a key from a stream.
+    pub fn read<R: Read>(r: R, check: PointCheck) -> Result<Self> {
+        Self::read_from(&mut ReadSource::new(r), check)
+    }
+
+    /// Reads a key that fills `bytes` exactly.
+    pub fn from_bytes(bytes: &[u8], check: PointCheck) -> Result<Self> {
+        let mut src = SliceSource::new(bytes);
+        let vk = Self::read_from(&mut src, check)?;
+        src.finish("verifying key")?;
+        Ok(vk)
+    }
+
+    /// Reads a key file (for example a Filecoin `.vk` file).
+    pub fn read_file(path: &Path, check: PointCheck) -> Result<Self> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        Self::from_bytes(&bytes, check)
+    }
+
+    pub(crate) fn read_from<S: Source>(src: &mut S, check: PointCheck) -> Result<Self> {
+        let vk = VerifyingKey {
+            alpha_g1: src.point("vk.alpha_g1", check)?,
+            beta_g1: src.point("vk.beta_g1", check)?,
+            beta_g2: src.point("vk.beta_g2", check)?,
+            gamma_g2: src.point("vk.gamma_g2", check)?,
+            delta_g1: src.point("vk.delta_g1", check)?,
+            delta_g2: src.point("vk.delta_g2", check)?,
+            ic: src.points("vk.ic", check)?,
+        };
+        if vk.ic.is_empty() {
+            return Err(Error::Malformed {
+                what: "verifying key",
+                detail: "ic is empty: it needs at least the entry for the constant ONE".into(),
+            });
+        }
+        Ok(vk)
+    }
+}
+
+/// Groth16 proving parameters: the verifying key and the five query vectors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parameters {
+    /// The verifying key.
+    pub vk: VerifyingKey,
+    /// `tau^i * t(tau) / delta * G1` for `i` in `0..domain - 1`: the H query (dense).
+    pub h: Vec<G1Affine>,
+    /// `(beta * u_j(tau) + alpha * v_j(tau) + w_j(tau)) / delta * G1` for every aux
+    /// variable `j`: the L query (dense; bellperson rejects unconstrained variables).
+    pub l: Vec<G1Affine>,
+    /// `u_j(tau) * G1` for every input, then every aux variable with a nonzero A
+    /// polynomial (points at infinity filtered out).
+    pub a: Vec<G1Affine>,
+    /// `v_j(tau) * G1` for the inputs and aux variables with a nonzero B polynomial.
+    pub b_g1: Vec<G1Affine>,
+    /// `v_j(tau) * G2`, the same variables as `b_g1`.
+    pub b_g2: Vec<G2Affine>,
+}
+
+impl Parameters {
+    /// Writes the parameters in bellperson's layout.
+    pub fn write<W: Write>(&self, mut w: W) -> Result<()> {
+        self.vk.write(&mut w)?;
+        write_points(&mut w, "params.h", &self.h)?;
+        write_points(&mut w, "params.l", &self.l)?;
+        write_points(&mut w, "params.a", &self.a)?;
+        write_points(&mut w, "params.b_g1", &self.b_g1)?;
+        write_points(&mut w, "params.b_g2", &self.b_g2)
+    }
+
+    /// Writes the parameters to a file, through a temporary file renamed into place.
+    pub fn write_file(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("params.tmp");
+        let ctx = |what: &str| format!("{what} {}", tmp.display());
+        let file = std::fs::File::create(&tmp).map_err(|e| Error::io(ctx("creating"), e))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        self.write(&mut w)?;
+        let file = w
+            .into_inner()
+            .map_err(|e| Error::io(ctx("flushing"), e.into_error()))?;
+        file.sync_all().map_err(|e| Error::io(ctx("syncing"), e))?;
+        std::fs::rename(&tmp, path)
+            .map_err(|e| Error::io(format!("renaming into {}", path.display()), e))
+    }
+
+    /// Reads parameters from a stream, decoding points in parallel chunks.
+    pub fn read<R: Read>(r: R, check: PointCheck) -> Result<Self> {
+        Self::read_from(&mut ReadSource::new(r), check)
+    }
+
+    /// Reads parameters that fill `bytes` exactly.
+    pub fn from_bytes(bytes: &[u8], check: PointCheck) -> Result<Self> {
+        let mut src = SliceSource::new(bytes);
+        let params = Self::read_from(&mut src, check)?;
+        src.finish("parameters")?;
+        Ok(params)
+    }
+
+    /// Reads a parameter file through a memory map: no copy of the file is held, length
+    /// prefixes are checked against the file size before anything is allocated, and points are
+    /// decoded in parallel.
+    pub fn read_mmap(path: &Path, check: PointCheck) -> Result<Self> {
+        let file = std::fs::File::open(path)
+            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        // SAFETY: the map is read-only and dropped before this function returns; a file truncated
+        // underneath us by another process is outside what any reader can defend against.
+        let map = unsafe { memmap2::Mmap::map(&file) }
+            .map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
+        Self::from_bytes(&map, check)
+    }
+
+    fn read_from<S: Source>(src: &mut S, check: PointCheck) -> Result<Self> {
+        Ok(Parameters {
+            vk: VerifyingKey::read_from(src, check)?,
+            h: src.points("params.h", check)?,
+            l: src.points("params.l", check)?,
+            a: src.points("params.a", check)?,
+            b_g1: src.points("params.b_g1", check)?,
+            b_g2: src.points("params.b_g2", check)?,
+        })
+    }
+
+    /// The evaluation domain size these parameters were made for (`h.len() + 1`).
+    pub fn domain_size(&self) -> usize {
+        self.h.len() + 1
+    }
+
+    /// Bytes of the query vectors held in memory.
+    pub fn heap_bytes(&self) -> usize {
+        let g1 = std::mem::size_of::<G1Affine>();
+        (self.h.capacity()
+            + self.l.capacity()
+            + self.a.capacity()
+            + self.b_g1.capacity()
+            + self.vk.ic.capacity())
+            * g1
+            + self.b_g2.capacity() * std::mem::size_of::<G2Affine>()
+    }
+}

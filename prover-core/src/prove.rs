@@ -1,0 +1,86 @@
+//! The one-call prover: the three stages over a list of partitions, one partition at a time.
+//! (The pipelined engine, with its ledger and backpressure, is built on the same stages.)
+
+use bellpepper_core::Circuit;
+use blstrs::Scalar;
+
+use crate::error::{Error, Result};
+use crate::proof::Proof;
+use crate::stages::{Finalizer, GpuBackend, PreparedParameters, Randomness};
+use crate::synthesize::Synthesizer;
+
+/// The three stages of a prover.
+#[derive(Clone, Copy)]
+pub struct Stages<'a, S> {
+    /// Stage 1.
+    pub synthesizer: &'a S,
+    /// Stage 2.
+    pub backend: &'a dyn GpuBackend,
+    /// Stage 3.
+    pub finalizer: &'a dyn Finalizer,
+}
+
+/// Proves every circuit with the given randomisers (one per circuit), in order.
+pub fn prove_with_randomness<S, C>(
+    stages: Stages<'_, S>,
+    prepared: &PreparedParameters,
+    circuits: Vec<C>,
+    randomness: &[Randomness],
+) -> Result<Vec<Proof>>
+where
+    S: Synthesizer,
+    C: Circuit<Scalar>,
+{
+    if circuits.len() != randomness.len() {
+        return Err(Error::Malformed {
+            what: "prove request",
+            detail: format!(
+                "{} circuits but {} randomisers",
+                circuits.len(),
+                randomness.len()
+            ),
+        });
+    }
+    let failed = |partition, stage| {
+        move |e: Error| Error::PartitionFailed {
+            partition,
+            stage,
+            source: Box::new(e),
+        }
+    };
+    let mut proofs = Vec::with_capacity(circuits.len());
+    for (i, (circuit, rs)) in circuits.into_iter().zip(randomness).enumerate() {
+        let partition = stages
+            .synthesizer
+            .synthesize(circuit)
+            .map_err(failed(i, "synthesis"))?;
+        let pending = stages
+            .backend
+            .accelerate(prepared, partition)
+            .map_err(|h| failed(i, "accelerator")(h.error))?;
+        let finished = stages
+            .finalizer
+            .finalize(prepared.params(), pending, *rs)
+            .map_err(failed(i, "finalize"))?;
+        drop(finished.remains);
+        proofs.push(finished.proof);
+    }
+    Ok(proofs)
+}
+
+/// Proves every circuit with fresh randomisers drawn from `rng`.
+pub fn prove<S, C>(
+    stages: Stages<'_, S>,
+    prepared: &PreparedParameters,
+    circuits: Vec<C>,
+    rng: &mut impl rand_core::RngCore,
+) -> Result<Vec<Proof>>
+where
+    S: Synthesizer,
+    C: Circuit<Scalar>,
+{
+    let randomness: Vec<_> = (0..circuits.len())
+        .map(|_| Randomness::random(rng))
+        .collect();
+    prove_with_randomness(stages, prepared, circuits, &randomness)
+}
