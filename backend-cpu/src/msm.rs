@@ -206,8 +206,9 @@ mod tests {
                     used.push(*s);
                 }
             }
-            let bases: Vec<G1Projective> =
-                (0..used.len()).map(|_| G1Projective::random(&mut rng)).collect();
+            let bases: Vec<G1Projective> = (0..used.len())
+                .map(|_| G1Projective::random(&mut rng))
+                .collect();
             let affine: Vec<G1Affine> = bases.iter().map(|b| b.to_affine()).collect();
             let bytes: Vec<ScalarBytes> = scalars.iter().map(ScalarBytes::from_scalar).collect();
             let got = msm(&affine, &bytes, Some(&density));
@@ -216,7 +217,9 @@ mod tests {
             if !used.is_empty() && used.iter().any(|s| !bool::from(s.is_zero())) {
                 // Negative twin: one flipped scalar changes the sum.
                 let mut bad = bytes.clone();
-                let j = (0..n).find(|&j| density.get(j) && !bad[j].is_zero()).unwrap();
+                let j = (0..n)
+                    .find(|&j| density.get(j) && !bad[j].is_zero())
+                    .unwrap();
                 bad[j] = ScalarBytes::from_scalar(&(scalars[j] + Scalar::ONE));
                 assert_ne!(msm(&affine, &bad, Some(&density)), want);
             }

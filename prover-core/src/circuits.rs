@@ -83,11 +83,16 @@ impl Circuit<Scalar> for DenseCircuit {
         for i in 0..self.inputs {
             let v = inputs_v.as_ref().map(|x| x[i]);
             inputs.push((
-                cs.alloc_input(|| format!("p{i}"), || v.ok_or(SynthesisError::AssignmentMissing))?,
+                cs.alloc_input(
+                    || format!("p{i}"),
+                    || v.ok_or(SynthesisError::AssignmentMissing),
+                )?,
                 v,
             ));
         }
-        let alloc = |cs: &mut CS, v: Option<Scalar>| -> Result<(Variable, Option<Scalar>), SynthesisError> {
+        let alloc = |cs: &mut CS,
+                     v: Option<Scalar>|
+         -> Result<(Variable, Option<Scalar>), SynthesisError> {
             Ok((
                 cs.alloc(|| "z", || v.ok_or(SynthesisError::AssignmentMissing))?,
                 v,

@@ -210,8 +210,10 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
             detail: "tau lies in the evaluation domain".into(),
         });
     }
-    let gamma_inv = Option::<Scalar>::from(gamma.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
-    let delta_inv = Option::<Scalar>::from(delta.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
+    let gamma_inv =
+        Option::<Scalar>::from(gamma.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
+    let delta_inv =
+        Option::<Scalar>::from(delta.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
 
     let lagrange = lagrange_at(tau, omega, m, cs.num_constraints, t_tau);
 
@@ -346,10 +348,7 @@ fn lagrange_at(tau: Scalar, omega: Scalar, m: usize, count: usize, t_tau: Scalar
 }
 
 /// Runs `f` over chunks of `0..n` in parallel and concatenates the results in order.
-fn par_chunked<T: Send>(
-    n: usize,
-    f: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync,
-) -> Vec<T> {
+fn par_chunked<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync) -> Vec<T> {
     let chunk = (n / (rayon::current_num_threads() * 8)).clamp(256, 1 << 16);
     let starts: Vec<usize> = (0..n).step_by(chunk).collect();
     starts

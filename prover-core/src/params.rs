@@ -71,8 +71,8 @@ impl VerifyingKey {
 
     /// Reads a key file (for example a Filecoin `.vk` file).
     pub fn read_file(path: &Path, check: PointCheck) -> Result<Self> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let bytes =
+            std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
         Self::from_bytes(&bytes, check)
     }
 

@@ -38,10 +38,12 @@ impl Proof {
                 detail: format!("expected {} bytes, got {}", Self::SIZE, bytes.len()),
             });
         }
-        let point = |what, index| move |reason| Error::InvalidPoint {
-            what,
-            index,
-            reason,
+        let point = |what, index| {
+            move |reason| Error::InvalidPoint {
+                what,
+                index,
+                reason,
+            }
         };
         Ok(Proof {
             a: G1Affine::decode_compressed(&bytes[..48]).map_err(point("proof.a", 0))?,
@@ -62,6 +64,9 @@ impl Proof {
                 ),
             });
         }
-        bytes.chunks_exact(Self::SIZE).map(Self::from_bytes).collect()
+        bytes
+            .chunks_exact(Self::SIZE)
+            .map(Self::from_bytes)
+            .collect()
     }
 }

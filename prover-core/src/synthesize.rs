@@ -145,12 +145,24 @@ impl SynthesizedPartition {
                 })
             }
         };
-        check("evaluation domain size", s.domain_size(), params.domain_size())?;
+        check(
+            "evaluation domain size",
+            s.domain_size(),
+            params.domain_size(),
+        )?;
         check("public inputs (vk.ic)", s.inputs, params.vk.ic.len())?;
         check("aux variables (l query)", s.aux, params.l.len())?;
         check("A query points", s.inputs + s.a_aux, params.a.len())?;
-        check("B query points in G1", s.b_inputs + s.b_aux, params.b_g1.len())?;
-        check("B query points in G2", s.b_inputs + s.b_aux, params.b_g2.len())?;
+        check(
+            "B query points in G1",
+            s.b_inputs + s.b_aux,
+            params.b_g1.len(),
+        )?;
+        check(
+            "B query points in G2",
+            s.b_inputs + s.b_aux,
+            params.b_g2.len(),
+        )?;
         let w = &self.witness;
         check("aux density length", w.a_aux_density.len(), s.aux)?;
         check("B aux density length", w.b_aux_density.len(), s.aux)?;

@@ -88,14 +88,22 @@ impl Circuit<Scalar> for RandomCircuit {
                 || format!("start {i}"),
                 || v.ok_or(SynthesisError::AssignmentMissing),
             )?;
-            cs.enforce(|| format!("pin {i}"), |lc| lc + var, |lc| lc + CS::one(), |lc| lc + var);
+            cs.enforce(
+                || format!("pin {i}"),
+                |lc| lc + var,
+                |lc| lc + CS::one(),
+                |lc| lc + var,
+            );
             vars.push((var, v));
         }
         for i in 0..self.constraints {
             let mut pick = |lc: &mut Vec<(usize, Scalar)>| {
                 let terms = 1 + (shape.next_u32() % 3) as usize;
                 for _ in 0..terms {
-                    lc.push(((shape.next_u32() as usize) % vars.len(), nonzero(&mut shape)));
+                    lc.push((
+                        (shape.next_u32() as usize) % vars.len(),
+                        nonzero(&mut shape),
+                    ));
                 }
             };
             let (mut la, mut lb) = (Vec::new(), Vec::new());
@@ -115,8 +123,9 @@ impl Circuit<Scalar> for RandomCircuit {
                 || value.ok_or(SynthesisError::AssignmentMissing),
             )?;
             let to_lc = |lc: &[(usize, Scalar)], vars: &[(Variable, Option<Scalar>)]| {
-                lc.iter()
-                    .fold(LinearCombination::zero(), |acc, (j, c)| acc + (*c, vars[*j].0))
+                lc.iter().fold(LinearCombination::zero(), |acc, (j, c)| {
+                    acc + (*c, vars[*j].0)
+                })
             };
             let a = to_lc(&la, &vars);
             let b = to_lc(&lb, &vars);
