@@ -56,6 +56,11 @@ macro_rules! impl_encoded_point {
 
             fn decode_uncompressed(bytes: &[u8], check: PointCheck) -> Result<Self, PointError> {
                 let arr: &[u8; $unc] = bytes.try_into().map_err(|_| PointError::BadEncoding)?;
+                // blst's deserializer would read a point with the compression flag as a
+                // compressed one; in an uncompressed field that is a bad encoding.
+                if arr[0] & 0x80 != 0 {
+                    return Err(PointError::BadEncoding);
+                }
                 let p = Option::<$affine>::from(<$affine>::from_uncompressed_unchecked(arr))
                     .ok_or_else(|| {
                         let mut raw = <$raw>::default();
