@@ -41,7 +41,10 @@ impl GpuBackend for CpuBackend {
     ) -> Result<PendingProof, HandBack> {
         let params = prepared.params();
         if let Err(error) = partition.check_shape(params) {
-            return Err(HandBack { partition, error });
+            return Err(HandBack {
+                partition: Box::new(partition),
+                error,
+            });
         }
         // Nothing below can fail: the shape check covers every size the NTT and MSMs use.
         let SynthesizedPartition {

@@ -38,8 +38,8 @@ pub struct PendingProof {
 /// A partition handed back untouched by a failing accelerator, with the reason, so that the
 /// caller can run it elsewhere instead of losing it.
 pub struct HandBack {
-    /// The partition, exactly as it was given.
-    pub partition: SynthesizedPartition,
+    /// The partition, exactly as it was given (boxed: this is the rare path).
+    pub partition: Box<SynthesizedPartition>,
     /// Why the backend failed.
     pub error: Error,
 }

@@ -74,7 +74,7 @@ impl Circuit<Scalar> for RandomCircuit {
         let mut wit = self.witness_seed.map(ChaCha20Rng::seed_from_u64);
         let mut vars: Vec<(Variable, Option<Scalar>)> = vec![(CS::one(), Some(Scalar::ONE))];
         for i in 0..self.inputs {
-            let v = wit.as_mut().map(|r| Scalar::random(r));
+            let v = wit.as_mut().map(Scalar::random);
             let var = cs.alloc_input(
                 || format!("input {i}"),
                 || v.ok_or(SynthesisError::AssignmentMissing),
@@ -83,7 +83,7 @@ impl Circuit<Scalar> for RandomCircuit {
         }
         // Two starting aux variables, each pinned by its own constraint x * 1 = x.
         for i in 0..2 {
-            let v = wit.as_mut().map(|r| Scalar::random(r));
+            let v = wit.as_mut().map(Scalar::random);
             let var = cs.alloc(
                 || format!("start {i}"),
                 || v.ok_or(SynthesisError::AssignmentMissing),

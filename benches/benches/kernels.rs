@@ -1,0 +1,59 @@
+//! NTT and MSM kernels of the CPU backend, 2^12 .. 2^18.
+
+use backend_cpu::msm::msm;
+use backend_cpu::ntt::{ntt, Domain};
+use blstrs::Scalar;
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use ff::Field;
+use proofline_benches::{g1_bases, g2_bases, random_scalars};
+
+const SIZES: [u32; 4] = [12, 14, 16, 18];
+
+fn bench_ntt(c: &mut Criterion) {
+    let mut g = c.benchmark_group("ntt");
+    g.sample_size(10);
+    let mut rng = rand::thread_rng();
+    for k in SIZES {
+        let d = Domain::new(k);
+        let v: Vec<Scalar> = (0..d.size()).map(|_| Scalar::random(&mut rng)).collect();
+        g.throughput(Throughput::Elements(d.size() as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(k), &v, |b, v| {
+            b.iter_batched_ref(
+                || v.clone(),
+                |w| ntt(w, d.omega),
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+}
+
+fn bench_msm(c: &mut Criterion) {
+    let max = 1usize << SIZES[SIZES.len() - 1];
+    let scalars = random_scalars(max);
+    let g1 = g1_bases(max);
+    let g2 = g2_bases(max);
+    let mut g = c.benchmark_group("msm_g1");
+    g.sample_size(10);
+    for k in SIZES {
+        let n = 1usize << k;
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_function(BenchmarkId::from_parameter(k), |b| {
+            b.iter(|| msm(&g1[..n], &scalars[..n], None))
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("msm_g2");
+    g.sample_size(10);
+    for k in SIZES {
+        let n = 1usize << k;
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_function(BenchmarkId::from_parameter(k), |b| {
+            b.iter(|| msm(&g2[..n], &scalars[..n], None))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(kernels, bench_ntt, bench_msm);
+criterion_main!(kernels);

@@ -1,0 +1,62 @@
+//! Synthesis and whole-partition proofs at 2^14 and 2^16 constraints, with bellperson 0.26 proving
+//! the same circuit with the same parameters side by side.
+
+use std::sync::Arc;
+
+use backend_cpu::CpuBackend;
+use bellperson::groth16 as bp;
+use blstrs::Bls12;
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use prover_core::circuits::DenseCircuit;
+use prover_core::{
+    generate_seeded_parameters, prove, CpuSynthesizer, GpuBackend, PointCheck, Stages, Synthesizer,
+};
+
+const SIZES: [u32; 2] = [14, 16];
+const INPUTS: usize = 4;
+
+fn bench_synthesis(c: &mut Criterion) {
+    let mut g = c.benchmark_group("synthesis");
+    g.sample_size(10);
+    for k in SIZES {
+        let circuit = DenseCircuit::with_domain(k, INPUTS, 1).with_witness(7);
+        g.bench_function(BenchmarkId::from_parameter(k), |b| {
+            b.iter(|| CpuSynthesizer.synthesize(circuit.clone()).unwrap())
+        });
+    }
+    g.finish();
+}
+
+fn bench_partition_proof(c: &mut Criterion) {
+    let mut g = c.benchmark_group("partition_proof");
+    g.sample_size(10);
+    let stages = Stages {
+        synthesizer: &CpuSynthesizer,
+        backend: &CpuBackend,
+        finalizer: &CpuBackend,
+    };
+    for k in SIZES {
+        let shape = DenseCircuit::with_domain(k, INPUTS, 1);
+        let params = generate_seeded_parameters(shape.clone(), 1).unwrap();
+        let mut bytes = Vec::new();
+        params.write(&mut bytes).unwrap();
+        let bp_params = bp::Parameters::<Bls12>::read(&bytes[..], false).unwrap();
+        assert_eq!(
+            prover_core::Parameters::from_bytes(&bytes, PointCheck::Unchecked).unwrap(),
+            params
+        );
+        let prepared = CpuBackend.prepare(Arc::new(params)).unwrap();
+        let circuit = shape.with_witness(3);
+        let mut rng = rand::thread_rng();
+        g.bench_function(BenchmarkId::new("proofline", k), |b| {
+            b.iter(|| prove(stages, &prepared, vec![circuit.clone()], &mut rng).unwrap())
+        });
+        g.bench_function(BenchmarkId::new("bellperson", k), |b| {
+            b.iter(|| bp::create_random_proof(circuit.clone(), &bp_params, &mut rng).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(prove_benches, bench_synthesis, bench_partition_proof);
+criterion_main!(prove_benches);

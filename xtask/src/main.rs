@@ -1,0 +1,77 @@
+//! `cargo xtask <command> [args]`: builds the `proofline` harness binary in release mode and runs
+//! it with the same arguments, so that every job runs optimized and the binary alone can be
+//! carried to a machine without cargo.
+//!
+//! Commands: `prove` (one job of the demo circuit on the CPU backend, verified, with stage
+//! times).
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+const USAGE: &str = "usage: cargo xtask prove [--log2-constraints K] [--partitions P] [--inputs N] [--params-dir DIR]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("prove") => {}
+        Some("-h" | "--help") | None => {
+            eprintln!("{USAGE}");
+            return if args.is_empty() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+        Some(other) => {
+            eprintln!("error: unknown xtask command `{other}`\n{USAGE}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(&cargo)
+        .current_dir(&root)
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "harness",
+            "--bin",
+            "proofline",
+        ])
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => {
+            eprintln!("error: building the harness failed ({s})");
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("error: could not run {cargo}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let bin = target.join("release").join("proofline");
+    match Command::new(&bin).current_dir(&root).args(&args).status() {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(s) => {
+            eprintln!(
+                "error: {} {} exited with {s}",
+                bin.display(),
+                args.join(" ")
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: could not start {}: {e}", bin.display());
+            ExitCode::FAILURE
+        }
+    }
+}
