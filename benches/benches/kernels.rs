@@ -1,4 +1,7 @@
-//! NTT and MSM kernels of the CPU backend, 2^12 .. 2^18.
+//! NTT and MSM kernels of the CPU backend, 2^12 .. 2^18, with bellperson's CPU multiexp
+//! (ec-gpu-gen's `multiexp_cpu`, what bellperson 0.26 runs without a GPU) side by side.
+
+use std::sync::Arc;
 
 use backend_cpu::msm::msm;
 use backend_cpu::ntt::{ntt, Domain};
@@ -33,13 +36,28 @@ fn bench_msm(c: &mut Criterion) {
     let scalars = random_scalars(max);
     let g1 = g1_bases(max);
     let g2 = g2_bases(max);
+    let pool = ec_gpu_gen::threadpool::Worker::new();
     let mut g = c.benchmark_group("msm_g1");
     g.sample_size(10);
     for k in SIZES {
         let n = 1usize << k;
         g.throughput(Throughput::Elements(n as u64));
-        g.bench_function(BenchmarkId::from_parameter(k), |b| {
+        g.bench_function(BenchmarkId::new("proofline", k), |b| {
             b.iter(|| msm(&g1[..n], &scalars[..n], None))
+        });
+        let bases = Arc::new(g1[..n].to_vec());
+        let exps = Arc::new(scalars[..n].iter().map(|s| s.0).collect::<Vec<_>>());
+        g.bench_function(BenchmarkId::new("bellperson", k), |b| {
+            b.iter(|| {
+                ec_gpu_gen::multiexp_cpu::multiexp_cpu::<_, _, _, _>(
+                    &pool,
+                    (bases.clone(), 0),
+                    Arc::new(ec_gpu_gen::multiexp_cpu::FullDensity),
+                    exps.clone(),
+                )
+                .wait()
+                .unwrap()
+            })
         });
     }
     g.finish();
