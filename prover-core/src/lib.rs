@@ -6,6 +6,7 @@
 //! - [`verify`]: single and batch verification.
 //! - [`synthesize`], [`stages`], [`prove`]: the three stage traits (`Synthesizer`,
 //!   `GpuBackend`, `Finalizer`) and the one-call prover over them.
+//! - [`ledger`]: the stage ledger (partitions and buffer bytes per stage, live and peak).
 //! - [`circuits`]: demo workloads for tests, benchmarks and the `prove` command.
 #![warn(missing_docs)]
 
@@ -14,6 +15,7 @@ pub mod density;
 mod encoding;
 pub mod error;
 pub mod generator;
+pub mod ledger;
 pub mod params;
 pub mod proof;
 pub mod prove;
