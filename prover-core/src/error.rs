@@ -134,6 +134,28 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// A stage panicked; the panic was caught and the partition failed.
+    #[error("{stage} panicked: {message}")]
+    Panicked {
+        /// The stage.
+        stage: &'static str,
+        /// The panic message.
+        message: String,
+    },
+    /// A partition needs more memory than the whole budget.
+    #[error("partition needs {needed} bytes but the whole memory budget is {budget} bytes")]
+    OverBudget {
+        /// Estimated bytes of the partition.
+        needed: u64,
+        /// The budget.
+        budget: u64,
+    },
+    /// The job was cancelled.
+    #[error("job cancelled")]
+    Cancelled,
+    /// The engine shut down before the job finished.
+    #[error("engine shut down before the job finished")]
+    ShutDown,
     /// An I/O error.
     #[error("{context}: {source}")]
     Io {

@@ -35,6 +35,11 @@ impl Stage {
         Stage::Deallocating,
     ];
 
+    /// Whether the stage is before the accelerator (synthesizing or awaiting it).
+    pub fn is_pre_accelerator(self) -> bool {
+        matches!(self, Stage::Synthesizing | Stage::AwaitingAccelerator)
+    }
+
     /// The snake-case name used in reports (`synthesizing`, `awaiting_accelerator`, ...).
     pub fn name(self) -> &'static str {
         match self {
@@ -127,6 +132,9 @@ struct Inner {
     stages: [Pair; 5],
     kinds: [Pair; 6],
     total_bytes: Gauge,
+    /// Partitions in `Synthesizing` or `AwaitingAccelerator`: its own gauge, so that its peak is
+    /// the exact maximum of the sum (two stage peaks need not coincide).
+    pre_accelerator: Gauge,
 }
 
 /// A gauge's live value and peak.
@@ -156,6 +164,9 @@ pub struct Snapshot {
     pub kinds: [Usage; 6],
     /// Total live bytes over all stages, and its peak at one moment.
     pub total_bytes: Level,
+    /// Partitions in `Synthesizing` or `AwaitingAccelerator` (the ones a synthesis-permit
+    /// policy bounds), and the peak of that sum.
+    pub pre_accelerator: Level,
 }
 
 impl Snapshot {
@@ -177,6 +188,7 @@ impl Snapshot {
     /// Whether nothing is live (every stage and kind at zero).
     pub fn is_balanced(&self) -> bool {
         self.total_bytes.live == 0
+            && self.pre_accelerator.live == 0
             && self
                 .stages
                 .iter()
@@ -245,6 +257,9 @@ impl StageLedger {
     /// Enters a partition in `stage`, holding no buffers yet.
     pub fn enter(&self, stage: Stage, job: u64, partition: usize) -> PartitionToken {
         self.inner.stages[stage as usize].count.add(1);
+        if stage.is_pre_accelerator() {
+            self.inner.pre_accelerator.add(1);
+        }
         tracing::debug!(job, partition, stage = stage.name(), "ledger: enter");
         PartitionToken {
             inner: self.inner.clone(),
@@ -265,6 +280,7 @@ impl StageLedger {
             stages: std::array::from_fn(|i| usage(&self.inner.stages[i])),
             kinds: std::array::from_fn(|i| usage(&self.inner.kinds[i])),
             total_bytes: self.inner.total_bytes.read(),
+            pre_accelerator: self.inner.pre_accelerator.read(),
         }
     }
 }
@@ -337,6 +353,13 @@ impl PartitionToken {
         from.bytes.sub(bytes);
         to.count.add(1);
         to.bytes.add(bytes);
+        match (self.stage.is_pre_accelerator(), next.is_pre_accelerator()) {
+            (true, false) => self.inner.pre_accelerator.sub(1),
+            (false, true) => {
+                self.inner.pre_accelerator.add(1);
+            }
+            _ => {}
+        }
         tracing::debug!(
             job = self.job,
             partition = self.partition,
@@ -355,6 +378,9 @@ impl Drop for PartitionToken {
             self.release(kind);
         }
         self.inner.stages[self.stage as usize].count.sub(1);
+        if self.stage.is_pre_accelerator() {
+            self.inner.pre_accelerator.sub(1);
+        }
         tracing::debug!(
             job = self.job,
             partition = self.partition,
@@ -380,8 +406,18 @@ mod tests {
         assert_eq!(s.stage(Stage::Synthesizing).bytes.live, 430);
         assert_eq!(s.kind(BufferKind::Abc).count.live, 2);
         assert_eq!(s.kind(BufferKind::Abc).bytes.live, 330);
+        let u = ledger.enter(Stage::Synthesizing, 1, 1);
         t.advance(Stage::AwaitingAccelerator);
+        assert_eq!(
+            ledger.snapshot().pre_accelerator,
+            Level { live: 2, peak: 2 }
+        );
+        drop(u);
         t.advance(Stage::OnAccelerator);
+        assert_eq!(
+            ledger.snapshot().pre_accelerator,
+            Level { live: 0, peak: 2 }
+        );
         t.release(BufferKind::Abc);
         let s = ledger.snapshot();
         assert_eq!(

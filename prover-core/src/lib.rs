@@ -7,18 +7,23 @@
 //! - [`synthesize`], [`stages`], [`prove`]: the three stage traits (`Synthesizer`,
 //!   `GpuBackend`, `Finalizer`) and the one-call prover over them.
 //! - [`ledger`]: the stage ledger (partitions and buffer bytes per stage, live and peak).
+//! - [`engine`], [`budget`], [`sampler`]: the pipeline engine with synthesis permits, a bounded
+//!   accelerator queue and a byte budget; the ledger's timeline.
 //! - [`circuits`]: demo workloads for tests, benchmarks and the `prove` command.
 #![warn(missing_docs)]
 
+pub mod budget;
 pub mod circuits;
 pub mod density;
 mod encoding;
+pub mod engine;
 pub mod error;
 pub mod generator;
 pub mod ledger;
 pub mod params;
 pub mod proof;
 pub mod prove;
+pub mod sampler;
 pub mod stages;
 pub mod synthesize;
 pub mod verify;
@@ -26,6 +31,7 @@ pub mod verify;
 pub use bellpepper_core;
 pub use blstrs;
 pub use encoding::{EncodedPoint, PointCheck};
+pub use engine::{Config, Engine, EngineStats, JobHandle, ReleasePolicy};
 pub use error::{Error, PointError, Result};
 pub use generator::{generate_parameters, generate_random_parameters, generate_seeded_parameters};
 pub use params::{Parameters, VerifyingKey};

@@ -160,3 +160,113 @@ pub fn prove_one<C: Circuit<Scalar>>(
     let mut rng = rand::thread_rng();
     Ok(prover_core::prove(cpu_stages(), prepared, vec![circuit], &mut rng)?.remove(0))
 }
+
+/// What the [`TestBackend`] does with a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Behaviour {
+    /// Prove it on the CPU.
+    Pass,
+    /// Hand it back with an error.
+    Fail,
+    /// Panic.
+    Panic,
+}
+
+/// A gate that accelerator calls wait at until the test opens it.
+#[derive(Default)]
+pub struct Gate {
+    open: std::sync::Mutex<bool>,
+    cv: std::sync::Condvar,
+    arrived: std::sync::atomic::AtomicUsize,
+}
+
+impl Gate {
+    /// A closed gate.
+    pub fn closed() -> Arc<Self> {
+        Arc::new(Gate::default())
+    }
+
+    /// An open gate.
+    pub fn opened() -> Arc<Self> {
+        let g = Gate::default();
+        *g.open.lock().unwrap() = true;
+        Arc::new(g)
+    }
+
+    /// Opens the gate for good.
+    pub fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+
+    /// Calls that have reached the gate.
+    pub fn arrived(&self) -> usize {
+        self.arrived.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn pass(&self) {
+        self.arrived
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.cv.wait(open).unwrap();
+        }
+    }
+}
+
+/// A backend for engine tests: the CPU backend behind a gate, failing or panicking on the
+/// partitions whose first public input the test picked.
+pub struct TestBackend {
+    /// The gate.
+    pub gate: Arc<Gate>,
+    /// First public input -> behaviour (anything else passes).
+    pub rules: Vec<(Scalar, Behaviour)>,
+}
+
+impl GpuBackend for TestBackend {
+    fn name(&self) -> &str {
+        "test"
+    }
+
+    fn prepare(&self, params: Arc<Parameters>) -> prover_core::Result<PreparedParameters> {
+        CpuBackend.prepare(params)
+    }
+
+    fn accelerate(
+        &self,
+        prepared: &PreparedParameters,
+        partition: prover_core::SynthesizedPartition,
+    ) -> Result<prover_core::PendingProof, prover_core::HandBack> {
+        self.gate.pass();
+        let first = partition.witness.input.get(1).and_then(|b| b.to_scalar());
+        let behaviour = self
+            .rules
+            .iter()
+            .find(|(x, _)| Some(*x) == first)
+            .map_or(Behaviour::Pass, |r| r.1);
+        match behaviour {
+            Behaviour::Pass => CpuBackend.accelerate(prepared, partition),
+            Behaviour::Fail => Err(prover_core::HandBack {
+                partition: Box::new(partition),
+                error: prover_core::Error::Malformed {
+                    what: "test backend",
+                    detail: "failing on purpose".into(),
+                },
+            }),
+            Behaviour::Panic => panic!("test backend panics on purpose"),
+        }
+    }
+}
+
+/// Spins (yielding) until `cond` holds; panics after a minute so a broken engine fails the test
+/// instead of hanging it.
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::yield_now();
+    }
+}

@@ -1,0 +1,420 @@
+//! The pipeline engine: backpressure bounds, the after-synthesis pile-up, the budget, failures,
+//! cancellation, order, and 1,000 partitions with none lost. Gates instead of sleeps.
+
+use std::sync::{Arc, Mutex};
+
+use backend_cpu::CpuBackend;
+use blstrs::Scalar;
+use proofline_tests::{prepare_cpu, wait_until, Behaviour, Gate, RandomCircuit, TestBackend};
+use proptest::prelude::*;
+use prover_core::bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use prover_core::budget::BudgetSize;
+use prover_core::engine::estimate_partition_bytes;
+use prover_core::ledger::Stage;
+use prover_core::{
+    generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Config, CpuSynthesizer,
+    Engine, Error, PreparedParameters, PreparedVerifyingKey, ReleasePolicy,
+};
+
+const INPUTS: usize = 2;
+const CONSTRAINTS: usize = 6;
+const SHAPE: u64 = 99;
+
+fn setup() -> (PreparedParameters, PreparedVerifyingKey) {
+    let params = generate_seeded_parameters(
+        RandomCircuit::new(INPUTS, CONSTRAINTS, SHAPE, 0).shape(),
+        SHAPE,
+    )
+    .unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    (prepare_cpu(params), pvk)
+}
+
+fn circuit(job: usize, p: usize) -> RandomCircuit {
+    RandomCircuit::new(INPUTS, CONSTRAINTS, SHAPE, (job * 10_000 + p) as u64 + 1)
+}
+
+fn engine(
+    config: Config,
+    gate: Arc<Gate>,
+    rules: Vec<(Scalar, Behaviour)>,
+) -> Engine<RandomCircuit, CpuSynthesizer> {
+    Engine::new(
+        config,
+        CpuSynthesizer,
+        Arc::new(TestBackend { gate, rules }),
+        Arc::new(CpuBackend),
+    )
+    .unwrap()
+}
+
+fn check_job(pvk: &PreparedVerifyingKey, job: usize, proofs: &[prover_core::Proof]) {
+    let inputs: Vec<Vec<Scalar>> = (0..proofs.len())
+        .map(|p| circuit(job, p).public_inputs())
+        .collect();
+    assert!(
+        verify_proofs_batch(pvk, proofs, &inputs, &mut rand::thread_rng()).unwrap(),
+        "job {job}"
+    );
+}
+
+/// Runs `jobs` jobs of `partitions` with the gate closed until the pre-accelerator stages are
+/// saturated, then open; returns the peak of Synthesizing + AwaitingAccelerator.
+fn run(config: Config, jobs: usize, partitions: usize) -> u64 {
+    let (prepared, pvk) = setup();
+    let (pw, qd) = (config.pw, config.queue_depth);
+    let gate = Gate::closed();
+    let engine = engine(config, gate.clone(), vec![]);
+    let handles: Vec<_> = (0..jobs)
+        .map(|j| {
+            engine
+                .submit(
+                    &prepared,
+                    (0..partitions).map(|p| circuit(j, p)).collect(),
+                    &mut rand::thread_rng(),
+                )
+                .unwrap()
+        })
+        .collect();
+    let total = jobs * partitions;
+    // Saturated: one partition at the gate, and everything else that may wait is waiting.
+    let waiting = (total - 1).min(pw + qd);
+    wait_until("the pipeline to fill", || {
+        let s = engine.ledger().snapshot();
+        gate.arrived() == 1 && s.pre_accelerator.live as usize == waiting
+    });
+    gate.open();
+    for (j, h) in handles.into_iter().enumerate() {
+        check_job(&pvk, j, &h.wait().unwrap());
+    }
+    let ledger = engine.ledger().clone();
+    engine.shutdown();
+    let s = ledger.snapshot();
+    assert!(s.is_balanced(), "{s}");
+    s.pre_accelerator.peak
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    #[test]
+    fn after_handoff_bounds_the_synthesis_side(pw in 1usize..5, qd in 1usize..3, jobs in 1usize..4, partitions in 1usize..6) {
+        let config = Config { pw, queue_depth: qd, synthesis_threads: 2, finalizer_threads: 1, ..Config::default() };
+        let peak = run(config, jobs, partitions);
+        prop_assert!(peak as usize <= pw + qd, "peak {} > pw {} + queue {}", peak, pw, qd);
+    }
+
+    #[test]
+    fn the_budget_bounds_the_ledger(partitions_per_budget in 1u64..4, pw in 1usize..5, partitions in 2usize..8) {
+        let (prepared, pvk) = setup();
+        let (abc, rest) = estimate_partition_bytes(prepared.params());
+        let budget = partitions_per_budget * (abc + rest);
+        let config = Config { pw, mem_budget: Some(BudgetSize::Bytes(budget)), synthesis_threads: 2, finalizer_threads: 1, ..Config::default() };
+        let engine = engine(config, Gate::opened(), vec![]);
+        let h = engine.submit(&prepared, (0..partitions).map(|p| circuit(0, p)).collect(), &mut rand::thread_rng()).unwrap();
+        check_job(&pvk, 0, &h.wait().unwrap());
+        let ledger = engine.ledger().clone();
+        engine.shutdown();
+        let s = ledger.snapshot();
+        prop_assert!(s.total_bytes.peak <= budget, "ledger peak {} > budget {}", s.total_bytes.peak, budget);
+        prop_assert!(s.total_bytes.peak > 0);
+        prop_assert!(s.is_balanced());
+    }
+}
+
+#[test]
+fn after_synthesis_piles_up_in_front_of_a_held_accelerator() {
+    let (prepared, pvk) = setup();
+    let (pw, qd, total) = (2, 1, 12);
+    let gate = Gate::closed();
+    let config = Config {
+        pw,
+        queue_depth: qd,
+        release: ReleasePolicy::AfterSynthesis,
+        synthesis_threads: 2,
+        ..Config::default()
+    };
+    let engine = engine(config, gate.clone(), vec![]);
+    let h = engine
+        .submit(
+            &prepared,
+            (0..total).map(|p| circuit(0, p)).collect(),
+            &mut rand::thread_rng(),
+        )
+        .unwrap();
+    // Every partition but the one at the gate ends up synthesized and waiting.
+    wait_until("the pile-up", || {
+        engine
+            .ledger()
+            .snapshot()
+            .stage(Stage::AwaitingAccelerator)
+            .count
+            .live as usize
+            == total - 1
+    });
+    let s = engine.ledger().snapshot();
+    assert!(s.stage(Stage::AwaitingAccelerator).count.live as usize > pw + qd);
+    assert!(s.pre_accelerator.peak as usize > pw + qd);
+    gate.open();
+    check_job(&pvk, 0, &h.wait().unwrap());
+    let ledger = engine.ledger().clone();
+    engine.shutdown();
+    assert!(ledger.snapshot().is_balanced());
+}
+
+#[test]
+fn failing_partitions_fail_their_job_only() {
+    let (prepared, pvk) = setup();
+    // Job 1 partition 2: unsatisfied (synthesis); job 2 partition 1: accelerator error;
+    // job 3 partition 0: accelerator panic. Jobs 0 and 4 must complete.
+    let rules = vec![
+        (circuit(2, 1).public_inputs()[0], Behaviour::Fail),
+        (circuit(3, 0).public_inputs()[0], Behaviour::Panic),
+    ];
+    let engine = engine(
+        Config {
+            pw: 3,
+            ..Config::default()
+        },
+        Gate::opened(),
+        rules,
+    );
+    let handles: Vec<_> = (0..5)
+        .map(|j| {
+            let circuits = (0..4)
+                .map(|p| {
+                    let mut c = circuit(j, p);
+                    c.break_last = j == 1 && p == 2;
+                    c
+                })
+                .collect();
+            engine
+                .submit(&prepared, circuits, &mut rand::thread_rng())
+                .unwrap()
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.wait()).collect();
+    check_job(&pvk, 0, results[0].as_ref().unwrap());
+    check_job(&pvk, 4, results[4].as_ref().unwrap());
+    let failed = |j: usize| match &results[j] {
+        Err(Error::PartitionFailed {
+            partition,
+            stage,
+            source,
+        }) => (*partition, *stage, source.to_string()),
+        other => panic!("job {j}: {other:?}"),
+    };
+    let (p, stage, msg) = failed(1);
+    assert_eq!((p, stage), (2, "synthesis"));
+    assert!(msg.contains("not satisfied"), "{msg}");
+    let (p, stage, msg) = failed(2);
+    assert_eq!((p, stage), (1, "accelerator"));
+    assert!(msg.contains("failing on purpose"), "{msg}");
+    let (p, stage, msg) = failed(3);
+    assert_eq!((p, stage), (0, "accelerator"));
+    assert!(msg.contains("panicked"), "{msg}");
+    let ledger = engine.ledger().clone();
+    engine.shutdown();
+    assert!(ledger.snapshot().is_balanced(), "{}", ledger.snapshot());
+}
+
+#[test]
+fn the_fallback_retries_a_handed_back_partition() {
+    let (prepared, pvk) = setup();
+    let rules = vec![(circuit(0, 1).public_inputs()[0], Behaviour::Fail)];
+    let config = Config {
+        fallback: Some(Arc::new(CpuBackend)),
+        ..Config::default()
+    };
+    let engine = engine(config, Gate::opened(), rules.clone());
+    let h = engine
+        .submit(
+            &prepared,
+            (0..3).map(|p| circuit(0, p)).collect(),
+            &mut rand::thread_rng(),
+        )
+        .unwrap();
+    check_job(&pvk, 0, &h.wait().unwrap());
+    engine.shutdown();
+    // Twin: without the fallback the same job fails.
+    let engine = self::engine(Config::default(), Gate::opened(), rules);
+    let h = engine
+        .submit(
+            &prepared,
+            (0..3).map(|p| circuit(0, p)).collect(),
+            &mut rand::thread_rng(),
+        )
+        .unwrap();
+    assert!(matches!(
+        h.wait(),
+        Err(Error::PartitionFailed {
+            partition: 1,
+            stage: "accelerator",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_partition_larger_than_the_budget_is_an_error_not_a_deadlock() {
+    let (prepared, _) = setup();
+    let (abc, rest) = estimate_partition_bytes(prepared.params());
+    let config = Config {
+        mem_budget: Some(BudgetSize::Bytes(abc + rest - 1)),
+        ..Config::default()
+    };
+    let engine = engine(config, Gate::opened(), vec![]);
+    let h = engine
+        .submit(&prepared, vec![circuit(0, 0)], &mut rand::thread_rng())
+        .unwrap();
+    match h.wait() {
+        Err(Error::PartitionFailed {
+            stage: "budget",
+            source,
+            ..
+        }) => assert!(matches!(*source, Error::OverBudget { .. })),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn cancelling_a_job_frees_everything() {
+    let (prepared, pvk) = setup();
+    let gate = Gate::closed();
+    let engine = engine(
+        Config {
+            pw: 2,
+            ..Config::default()
+        },
+        gate.clone(),
+        vec![],
+    );
+    let doomed = engine
+        .submit(
+            &prepared,
+            (0..6).map(|p| circuit(0, p)).collect(),
+            &mut rand::thread_rng(),
+        )
+        .unwrap();
+    let kept = engine
+        .submit(
+            &prepared,
+            (0..3).map(|p| circuit(1, p)).collect(),
+            &mut rand::thread_rng(),
+        )
+        .unwrap();
+    wait_until("a partition at the gate", || gate.arrived() >= 1);
+    doomed.cancel();
+    gate.open();
+    assert!(matches!(doomed.wait(), Err(Error::Cancelled)));
+    check_job(&pvk, 1, &kept.wait().unwrap());
+    let ledger = engine.ledger().clone();
+    engine.shutdown();
+    assert!(ledger.snapshot().is_balanced());
+}
+
+/// A circuit that logs the order in which synthesis starts.
+#[derive(Clone)]
+struct Logged {
+    tag: (usize, usize),
+    log: Arc<Mutex<Vec<(usize, usize)>>>,
+    inner: RandomCircuit,
+}
+
+impl Circuit<Scalar> for Logged {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        self.log.lock().unwrap().push(self.tag);
+        self.inner.synthesize(cs)
+    }
+}
+
+#[test]
+fn permits_go_oldest_job_first_lowest_partition_first() {
+    let (prepared, _) = setup();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let gate = Gate::closed();
+    let config = Config {
+        pw: 1,
+        synthesis_threads: 1,
+        ..Config::default()
+    };
+    let engine: Engine<Logged, CpuSynthesizer> = Engine::new(
+        config,
+        CpuSynthesizer,
+        Arc::new(TestBackend {
+            gate: gate.clone(),
+            rules: vec![],
+        }),
+        Arc::new(CpuBackend),
+    )
+    .unwrap();
+    let handles: Vec<_> = (0..3)
+        .map(|j| {
+            let circuits = (0..4)
+                .map(|p| Logged {
+                    tag: (j, p),
+                    log: log.clone(),
+                    inner: circuit(j, p),
+                })
+                .collect();
+            engine
+                .submit(&prepared, circuits, &mut rand::thread_rng())
+                .unwrap()
+        })
+        .collect();
+    gate.open();
+    for h in handles {
+        h.wait().unwrap();
+    }
+    let got = log.lock().unwrap().clone();
+    let mut want = got.clone();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 12);
+}
+
+#[test]
+fn a_thousand_partitions_none_lost_and_bounded() {
+    let (prepared, pvk) = setup();
+    let (pw, qd) = (4, 2);
+    let config = Config {
+        pw,
+        queue_depth: qd,
+        gpu_workers: 2,
+        ..Config::default()
+    };
+    let engine = engine(config, Gate::opened(), vec![]);
+    let sampler = prover_core::sampler::Sampler::start(
+        engine.ledger().clone(),
+        std::time::Duration::from_millis(2),
+    );
+    let handles: Vec<_> = (0..10)
+        .map(|j| {
+            engine
+                .submit(
+                    &prepared,
+                    (0..100).map(|p| circuit(j, p)).collect(),
+                    &mut rand::thread_rng(),
+                )
+                .unwrap()
+        })
+        .collect();
+    for (j, h) in handles.into_iter().enumerate() {
+        let proofs = h.wait().unwrap();
+        assert_eq!(proofs.len(), 100);
+        check_job(&pvk, j, &proofs);
+    }
+    let timeline = sampler.stop();
+    let ledger = engine.ledger().clone();
+    engine.shutdown();
+    let s = ledger.snapshot();
+    assert!(s.is_balanced());
+    assert!(s.pre_accelerator.peak as usize <= pw + qd);
+    assert!(s.stage(Stage::OnAccelerator).count.peak <= 2);
+    for sample in &timeline {
+        assert!(
+            (sample.count(Stage::Synthesizing) + sample.count(Stage::AwaitingAccelerator)) as usize
+                <= pw + qd
+        );
+    }
+}
