@@ -423,7 +423,7 @@ mod tests {
         assert_eq!(
             s.stage(Stage::Synthesizing),
             Usage {
-                count: Level { live: 0, peak: 1 },
+                count: Level { live: 0, peak: 2 },
                 bytes: Level { live: 0, peak: 430 },
             }
         );
