@@ -178,6 +178,14 @@ impl Drop for Permit {
     }
 }
 
+fn secs(nanos: &AtomicU64) -> f64 {
+    nanos.load(Ordering::Acquire) as f64 / 1e9
+}
+
+fn add_time(nanos: &AtomicU64, since: Instant) {
+    nanos.fetch_add(since.elapsed().as_nanos() as u64, Ordering::AcqRel);
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -199,6 +207,8 @@ struct JobState {
     proofs: Mutex<Vec<Option<Proof>>>,
     error: Mutex<Option<Error>>,
     settled: AtomicUsize,
+    /// The engine's count of settled partitions (all jobs).
+    engine_settled: Arc<AtomicU64>,
     cancelled: AtomicBool,
     done: Mutex<Option<mpsc::Sender<Result<Vec<Proof>>>>>,
 }
@@ -226,6 +236,7 @@ impl JobState {
                 self.cancelled.store(true, Ordering::Release);
             }
         }
+        self.engine_settled.fetch_add(1, Ordering::AcqRel);
         if self.settled.fetch_add(1, Ordering::AcqRel) + 1 == self.total() {
             let result = match lock(&self.error).take() {
                 Some(e) => Err(e),
@@ -323,6 +334,9 @@ struct Shared<C, S> {
     shutdown: AtomicBool,
     next_job: AtomicU64,
     busy_nanos: Vec<AtomicU64>,
+    /// Nanoseconds spent in synthesis, the accelerator and the finalizer, summed over partitions.
+    stage_nanos: [AtomicU64; 3],
+    settled: Arc<AtomicU64>,
     first_submit: Mutex<Option<Instant>>,
 }
 
@@ -332,6 +346,14 @@ pub struct EngineStats {
     /// Per accelerator worker: the fraction of the time since the first submission that it
     /// spent in the accelerator (backend or fallback).
     pub accelerator_busy: Vec<f64>,
+    /// Seconds spent in synthesis, summed over partitions.
+    pub synthesis_seconds: f64,
+    /// Seconds spent in the accelerator stage, summed over partitions.
+    pub accelerator_seconds: f64,
+    /// Seconds spent in the finalizer, summed over partitions.
+    pub finalize_seconds: f64,
+    /// Partitions settled (proven, failed or skipped), all jobs.
+    pub partitions_settled: u64,
 }
 
 impl EngineStats {
@@ -383,6 +405,8 @@ where
         let shared = Arc::new(Shared {
             permits: Semaphore::new(config.pw),
             busy_nanos: (0..config.gpu_workers).map(|_| AtomicU64::new(0)).collect(),
+            stage_nanos: Default::default(),
+            settled: Arc::new(AtomicU64::new(0)),
             config,
             synthesizer: Arc::new(synthesizer),
             backend,
@@ -478,6 +502,7 @@ where
             proofs: Mutex::new(vec![None; circuits.len()]),
             error: Mutex::new(None),
             settled: AtomicUsize::new(0),
+            engine_settled: self.shared.settled.clone(),
             cancelled: AtomicBool::new(false),
             done: Mutex::new(Some(tx)),
             randomness,
@@ -512,6 +537,10 @@ where
                     }
                 })
                 .collect(),
+            synthesis_seconds: secs(&self.shared.stage_nanos[0]),
+            accelerator_seconds: secs(&self.shared.stage_nanos[1]),
+            finalize_seconds: secs(&self.shared.stage_nanos[2]),
+            partitions_settled: self.shared.settled.load(Ordering::Acquire),
         }
     }
 
@@ -635,7 +664,9 @@ fn synthesize<C, S>(
     if job.is_cancelled() {
         return job.skip(index);
     }
+    let t = Instant::now();
     let result = catch_unwind(AssertUnwindSafe(|| shared.synthesizer.synthesize(circuit)));
+    add_time(&shared.stage_nanos[0], t);
     let partition = match result {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => return job.fail(index, "synthesis", e),
@@ -788,7 +819,8 @@ fn accelerate<C, S>(
                 message: panic_message(p),
             }),
         };
-        shared.busy_nanos[worker].fetch_add(t.elapsed().as_nanos() as u64, Ordering::AcqRel);
+        add_time(&shared.busy_nanos[worker], t);
+        add_time(&shared.stage_nanos[1], t);
         let pending = match outcome {
             Ok(p) => p,
             Err(e) => {
@@ -820,11 +852,13 @@ fn finalize<C, S>(
         return job.skip(index);
     }
     let params = job.prepared.params().clone();
+    let t = Instant::now();
     let result = catch_unwind(AssertUnwindSafe(|| {
         shared
             .finalizer
             .finalize(&params, pending, job.randomness[index])
     }));
+    add_time(&shared.stage_nanos[2], t);
     match result {
         Ok(Ok(done)) => {
             inflight.token.advance(Stage::Deallocating);

@@ -160,10 +160,30 @@ impl ConstraintSystem<Scalar> for KeypairAssembly {
     }
 }
 
+/// Progress of a parameter generation, in points computed.
+pub trait GenProgress: Sync {
+    /// Called once the circuit is synthesized, with the number of points to compute.
+    fn start(&self, _total: u64) {}
+    /// Called as points are computed.
+    fn advance(&self, _points: u64) {}
+}
+
+/// No progress reporting.
+impl GenProgress for () {}
+
 /// Parameters for `circuit` from a given trapdoor.
 pub fn generate_parameters<C: Circuit<Scalar>>(
     circuit: C,
     trapdoor: &Trapdoor,
+) -> Result<Parameters> {
+    generate_parameters_with_progress(circuit, trapdoor, &())
+}
+
+/// [`generate_parameters`], reporting progress.
+pub fn generate_parameters_with_progress<C: Circuit<Scalar>>(
+    circuit: C,
+    trapdoor: &Trapdoor,
+    progress: &dyn GenProgress,
 ) -> Result<Parameters> {
     let Trapdoor {
         g1,
@@ -240,6 +260,7 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
     cs.terms = Default::default();
     let [u, v, w] = qap;
 
+    progress.start((m - 1 + num_vars) as u64);
     let g1_table_size = (m - 1) + 3 * num_vars;
     let mut g1_wnaf = Wnaf::new();
     let g1_wnaf = g1_wnaf.base(g1, g1_table_size);
@@ -251,6 +272,7 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
     let h = par_chunked(m - 1, |range| {
         let mut wnaf = g1_wnaf.shared();
         let mut p = tau.pow_vartime([range.start as u64]) * coeff;
+        let len = range.len() as u64;
         let proj: Vec<G1Projective> = range
             .map(|_| {
                 let q = wnaf.scalar(&p);
@@ -258,6 +280,7 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
                 q
             })
             .collect();
+        progress.advance(len);
         normalize_g1(&proj)
     });
 
@@ -270,6 +293,7 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
         let mut b1 = Vec::new();
         let mut b2 = Vec::new();
         let mut ext = Vec::with_capacity(range.len());
+        let len = range.len() as u64;
         for j in range {
             let (uj, vj, wj) = (u[j], v[j], w[j]);
             if !bool::from(uj.is_zero()) {
@@ -282,6 +306,7 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
             let inv = if j < n_in { gamma_inv } else { delta_inv };
             ext.push(w1.scalar(&((beta * uj + alpha * vj + wj) * inv)));
         }
+        progress.advance(len);
         vec![(
             normalize_g1(&a),
             normalize_g1(&b1),

@@ -33,7 +33,10 @@ pub use blstrs;
 pub use encoding::{EncodedPoint, PointCheck};
 pub use engine::{Config, Engine, EngineStats, JobHandle, ReleasePolicy};
 pub use error::{Error, PointError, Result};
-pub use generator::{generate_parameters, generate_random_parameters, generate_seeded_parameters};
+pub use generator::{
+    generate_parameters, generate_parameters_with_progress, generate_random_parameters,
+    generate_seeded_parameters, GenProgress, Trapdoor,
+};
 pub use params::{Parameters, VerifyingKey};
 pub use proof::Proof;
 pub use prove::{prove, prove_with_randomness, Stages};

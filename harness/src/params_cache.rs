@@ -1,0 +1,82 @@
+//! Parameters cached on disk in bellperson's format, keyed by circuit shape.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use prover_core::{
+    generate_parameters_with_progress, GenProgress, Parameters, PointCheck, Trapdoor,
+};
+use rand::SeedableRng;
+
+use crate::workloads::WorkloadSpec;
+
+struct Bar {
+    bar: ProgressBar,
+    done: AtomicU64,
+}
+
+impl GenProgress for Bar {
+    fn start(&self, total: u64) {
+        self.bar.set_length(total);
+        self.bar.set_message("computing query points");
+    }
+
+    fn advance(&self, points: u64) {
+        let done = self.done.fetch_add(points, Ordering::Relaxed) + points;
+        self.bar.set_position(done);
+    }
+}
+
+/// The cache file of a workload's parameters.
+pub fn cache_path(dir: &Path, spec: &WorkloadSpec) -> PathBuf {
+    dir.join(format!("{}.params", spec.cache_key()))
+}
+
+/// Loads the workload's parameters from the cache, or generates them (seeded by the cache key,
+/// with a progress bar on stderr when `progress` is set) and writes them there. Our own cache is
+/// trusted: it is read without the subgroup check. Returns the parameters and whether they came
+/// from the cache.
+pub fn load_or_generate(
+    dir: &Path,
+    spec: &WorkloadSpec,
+    progress: bool,
+) -> prover_core::Result<(Parameters, bool)> {
+    let path = cache_path(dir, spec);
+    if path.exists() {
+        return Ok((Parameters::read_mmap(&path, PointCheck::Unchecked)?, true));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| prover_core::Error::io(format!("creating {}", dir.display()), e))?;
+    let bar = if progress {
+        ProgressBar::new(0)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} points ({eta}) {msg}",
+        )
+        .expect("a valid template"),
+    );
+    bar.set_prefix(format!("parameters {}", spec.cache_key()));
+    bar.set_message("synthesizing the circuit");
+    let reporter = Bar {
+        bar,
+        done: AtomicU64::new(0),
+    };
+    let seed = spec
+        .cache_key()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        });
+    let trapdoor = Trapdoor::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(seed));
+    let params = generate_parameters_with_progress(spec.shape(), &trapdoor, &reporter)?;
+    reporter.bar.set_message("writing");
+    params.write_file(&path)?;
+    reporter
+        .bar
+        .finish_with_message(format!("written to {}", path.display()));
+    Ok((params, false))
+}

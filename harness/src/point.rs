@@ -1,0 +1,263 @@
+//! One point of a sweep: the workload's jobs through the engine at one worker count, measured.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use backend_cpu::CpuBackend;
+use prover_core::budget::BudgetSize;
+use prover_core::ledger::{BufferKind, Stage};
+use prover_core::sampler::{current_rss, peak_rss, Sample, Sampler};
+use prover_core::{
+    prepare_verifying_key, verify_proof, verify_proofs_batch, Config, CpuSynthesizer, Engine,
+    Error, GpuBackend,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{MemBudget, RunConfig};
+use crate::params_cache::load_or_generate;
+
+/// A count and bytes (peaks in reports).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CountBytes {
+    /// Partitions or buffers.
+    pub count: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// One point of `results.json` (see docs/sweep.md for every field).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointResult {
+    /// Worker count.
+    pub pw: usize,
+    /// `ok`, `failed` or `killed`.
+    pub status: String,
+    /// The signal that killed the point's process (status `killed`).
+    pub signal: Option<i32>,
+    /// What failed (status `failed`).
+    pub error: Option<String>,
+    /// Wall seconds per job (a job's whole proof).
+    pub seconds_per_proof: Option<f64>,
+    /// Jobs per minute.
+    pub proofs_per_minute: Option<f64>,
+    /// Wall seconds per partition.
+    pub seconds_per_partition: Option<f64>,
+    /// First job submitted to last job done.
+    pub wall_seconds: Option<f64>,
+    /// Loading the parameters (excluded from the wall time).
+    pub params_load_seconds: Option<f64>,
+    /// Peak resident set of the point's process.
+    pub peak_rss_bytes: Option<u64>,
+    /// Resident set after the parameters were loaded, before the first job.
+    pub baseline_rss_bytes: Option<u64>,
+    /// The ledger's peak of total live bytes.
+    pub ledger_peak_bytes: Option<u64>,
+    /// Jobs whose every partition proof verified.
+    pub proofs_verified: u64,
+    /// Jobs that failed or did not verify.
+    pub proofs_failed: u64,
+    /// Partition proofs that verified.
+    pub partitions_verified: u64,
+    /// Mean fraction of the wall time the accelerator workers were busy.
+    pub accelerator_busy_fraction: Option<f64>,
+    /// Per stage: peak partitions and peak bytes.
+    pub stage_peaks: BTreeMap<String, CountBytes>,
+    /// Per buffer kind: peak buffers and peak bytes.
+    pub buffer_peaks: BTreeMap<String, CountBytes>,
+}
+
+impl PointResult {
+    /// A point that produced no measurement.
+    pub fn empty(pw: usize, status: &str) -> Self {
+        PointResult {
+            pw,
+            status: status.into(),
+            signal: None,
+            error: None,
+            seconds_per_proof: None,
+            proofs_per_minute: None,
+            seconds_per_partition: None,
+            wall_seconds: None,
+            params_load_seconds: None,
+            peak_rss_bytes: None,
+            baseline_rss_bytes: None,
+            ledger_peak_bytes: None,
+            proofs_verified: 0,
+            proofs_failed: 0,
+            partitions_verified: 0,
+            accelerator_busy_fraction: None,
+            stage_peaks: BTreeMap::new(),
+            buffer_peaks: BTreeMap::new(),
+        }
+    }
+}
+
+/// A point's result, its timeline and the summed stage times.
+pub struct PointOutcome {
+    /// The figures.
+    pub result: PointResult,
+    /// The ledger and RSS over time.
+    pub timeline: Vec<Sample>,
+    /// The engine's figures.
+    pub stats: prover_core::EngineStats,
+    /// The ledger at the end (every peak).
+    pub ledger: prover_core::ledger::Snapshot,
+}
+
+/// Runs the workload at `pw` in this process. `progress(done, total)` is called with settled
+/// partitions while the jobs run.
+pub fn run_point(
+    cfg: &RunConfig,
+    pw: usize,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<PointOutcome, Error> {
+    cfg.validate().map_err(|detail| Error::Malformed {
+        what: "run options",
+        detail,
+    })?;
+    let spec = cfg.workload();
+    let t = Instant::now();
+    let (params, _) = load_or_generate(&cfg.params_dir, &spec, false)?;
+    let params_load_seconds = t.elapsed().as_secs_f64();
+    let backend: Arc<dyn GpuBackend> = Arc::new(CpuBackend);
+    let prepared = backend.prepare(Arc::new(params))?;
+    let pvk = prepare_verifying_key(&prepared.params().vk);
+    let config = Config {
+        pw,
+        release: cfg.release.into(),
+        queue_depth: cfg.queue_depth,
+        gpu_workers: cfg.gpu_workers,
+        finalizer_threads: 0,
+        synthesis_threads: cfg.synthesis_threads,
+        mem_budget: cfg.mem_budget.map(|b| match b {
+            MemBudget::Bytes(b) => BudgetSize::Bytes(b),
+            MemBudget::Auto => BudgetSize::Auto,
+        }),
+        // The CPU backend is its own fallback: no retry.
+        fallback: None,
+    };
+    let engine = Engine::new(config, CpuSynthesizer, backend, Arc::new(CpuBackend))?;
+    let baseline = current_rss();
+    let sampler = Sampler::start(
+        engine.ledger().clone(),
+        Duration::from_millis(cfg.sample_ms.max(1)),
+    );
+
+    let total = (cfg.jobs * cfg.partitions) as u64;
+    let mut inputs = Vec::with_capacity(cfg.jobs);
+    let start = Instant::now();
+    let mut handles = Vec::with_capacity(cfg.jobs);
+    let mut rng = rand::thread_rng();
+    for j in 0..cfg.jobs {
+        let (circuits, xs): (Vec<_>, Vec<_>) =
+            (0..cfg.partitions).map(|p| spec.partition(j, p)).unzip();
+        inputs.push(xs);
+        handles.push(engine.submit(&prepared, circuits, &mut rng)?);
+    }
+    // Jobs are awaited on their own thread, which stamps the end of the last one; this thread
+    // reports progress meanwhile.
+    let waiter = std::thread::spawn(move || {
+        let results: Vec<_> = handles.into_iter().map(|h| h.wait()).collect();
+        (results, Instant::now())
+    });
+    while !waiter.is_finished() {
+        progress(engine.stats().partitions_settled, total);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (results, end) = waiter.join().map_err(|_| Error::Panicked {
+        stage: "job waiter",
+        message: "the thread waiting for the jobs panicked".into(),
+    })?;
+    let wall = end.duration_since(start).as_secs_f64();
+    progress(total, total);
+    let stats = engine.stats();
+    let timeline = sampler.stop();
+    let ledger = engine.ledger().clone();
+    engine.shutdown();
+    let snap = ledger.snapshot();
+
+    let mut proofs_verified = 0;
+    let mut proofs_failed = 0;
+    let mut partitions_verified = 0;
+    let mut first_error = None;
+    for (r, xs) in results.into_iter().zip(&inputs) {
+        match r {
+            Ok(proofs) => {
+                let ok_each: Vec<bool> = if verify_proofs_batch(&pvk, &proofs, xs, &mut rng)? {
+                    vec![true; proofs.len()]
+                } else {
+                    proofs
+                        .iter()
+                        .zip(xs)
+                        .map(|(p, x)| verify_proof(&pvk, p, x))
+                        .collect::<Result<_, _>>()?
+                };
+                partitions_verified += ok_each.iter().filter(|b| **b).count() as u64;
+                if ok_each.iter().all(|b| *b) {
+                    proofs_verified += 1;
+                } else {
+                    proofs_failed += 1;
+                    first_error.get_or_insert_with(|| "a proof did not verify".to_string());
+                }
+            }
+            Err(e) => {
+                proofs_failed += 1;
+                first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    let jobs = cfg.jobs as f64;
+    let stage_peaks = Stage::ALL
+        .iter()
+        .map(|s| {
+            let u = snap.stage(*s);
+            (
+                s.name().to_string(),
+                CountBytes {
+                    count: u.count.peak,
+                    bytes: u.bytes.peak,
+                },
+            )
+        })
+        .collect();
+    let buffer_peaks = BufferKind::ALL
+        .iter()
+        .map(|k| {
+            let u = snap.kind(*k);
+            (
+                k.name().to_string(),
+                CountBytes {
+                    count: u.count.peak,
+                    bytes: u.bytes.peak,
+                },
+            )
+        })
+        .collect();
+    let result = PointResult {
+        pw,
+        status: if proofs_failed == 0 { "ok" } else { "failed" }.into(),
+        signal: None,
+        error: first_error,
+        seconds_per_proof: Some(wall / jobs),
+        proofs_per_minute: Some(60.0 * jobs / wall),
+        seconds_per_partition: Some(wall / total as f64),
+        wall_seconds: Some(wall),
+        params_load_seconds: Some(params_load_seconds),
+        peak_rss_bytes: peak_rss(),
+        baseline_rss_bytes: baseline,
+        ledger_peak_bytes: Some(snap.total_bytes.peak),
+        proofs_verified,
+        proofs_failed,
+        partitions_verified,
+        accelerator_busy_fraction: Some(stats.mean_accelerator_busy()),
+        stage_peaks,
+        buffer_peaks,
+    };
+    Ok(PointOutcome {
+        result,
+        timeline,
+        stats,
+        ledger: snap,
+    })
+}

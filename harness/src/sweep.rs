@@ -1,0 +1,297 @@
+//! The sweep runner: one child process per worker count, so that each point's peak RSS is its
+//! own; a point whose child dies is recorded with its status and the sweep goes on.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use crate::config::{MemBudget, RunConfig};
+use crate::params_cache::load_or_generate;
+use crate::point::PointResult;
+use crate::report::{
+    parse_timeline_csv, points_csv, recommend, table, utc_now, write_svg, Host, SweepConfig,
+    SweepResults, SCHEMA,
+};
+
+/// Test hook: the child of this worker count kills itself with SIGKILL once its jobs are
+/// submitted, so that tests can check how a dead point is recorded.
+pub const KILL_HOOK_ENV: &str = "PROOFLINE_SWEEP_KILL_PW";
+
+/// The arguments that make a child run `cfg` (the `point` subcommand's options).
+pub fn child_args(cfg: &RunConfig) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "--backend".into(),
+        cfg.backend.name().into(),
+        "--circuit".into(),
+        cfg.circuit.name().into(),
+        "--log2-constraints".into(),
+        cfg.log2_constraints.to_string(),
+        "--partitions".into(),
+        cfg.partitions.to_string(),
+        "--jobs".into(),
+        cfg.jobs.to_string(),
+        "--release".into(),
+        cfg.release.name().into(),
+        "--queue-depth".into(),
+        cfg.queue_depth.to_string(),
+        "--gpu-workers".into(),
+        cfg.gpu_workers.to_string(),
+        "--synthesis-threads".into(),
+        cfg.synthesis_threads.to_string(),
+        "--params-dir".into(),
+        cfg.params_dir.display().to_string(),
+        "--sample-ms".into(),
+        cfg.sample_ms.to_string(),
+    ];
+    if !cfg.gpus.is_empty() {
+        a.push("--gpus".into());
+        a.push(
+            cfg.gpus
+                .iter()
+                .map(|g| g.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+    }
+    if let Some(d) = cfg.opencl_device {
+        a.push("--opencl-device".into());
+        a.push(d.to_string());
+    }
+    if let Some(b) = cfg.mem_budget {
+        a.push("--mem-budget".into());
+        a.push(match b {
+            MemBudget::Bytes(b) => b.to_string(),
+            MemBudget::Auto => "auto".into(),
+        });
+    }
+    a
+}
+
+struct Exit {
+    code: Option<i32>,
+    signal: Option<i32>,
+    max_rss_bytes: Option<u64>,
+}
+
+/// Waits for `pid` with `wait4`, which also gives the child's peak RSS (`ru_maxrss`), even when
+/// it was killed.
+fn wait4(pid: u32) -> std::io::Result<Exit> {
+    let mut status = 0;
+    // SAFETY: rusage is plain data that wait4 fills.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: waiting on our own child with valid out-pointers.
+        let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
+        if r == pid as libc::pid_t {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    let exited = libc::WIFEXITED(status);
+    Ok(Exit {
+        code: exited.then(|| libc::WEXITSTATUS(status)),
+        signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+        max_rss_bytes: (usage.ru_maxrss > 0).then(|| usage.ru_maxrss as u64 * 1024),
+    })
+}
+
+fn last_line(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok().and_then(|s| {
+        s.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l.trim().to_string())
+    })
+}
+
+/// Runs one point in a child process and records what became of it.
+fn run_child(exe: &Path, cfg: &RunConfig, pw: usize, out: &Path, bar: &ProgressBar) -> PointResult {
+    let result_path = out.join(format!("point-pw{pw}.json"));
+    let timeline_path = out.join(format!("timeline-pw{pw}.csv"));
+    let log_path = out.join(format!("point-pw{pw}.log"));
+    let failed = |msg: String| {
+        let mut p = PointResult::empty(pw, "failed");
+        p.error = Some(msg);
+        p
+    };
+    let log = match std::fs::File::create(&log_path) {
+        Ok(f) => f,
+        Err(e) => return failed(format!("creating {}: {e}", log_path.display())),
+    };
+    let mut cmd = Command::new(exe);
+    cmd.arg("point")
+        .arg("--pw")
+        .arg(pw.to_string())
+        .arg("--result")
+        .arg(&result_path)
+        .arg("--timeline")
+        .arg(&timeline_path)
+        .args(child_args(cfg))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log));
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return failed(format!("starting {}: {e}", exe.display())),
+    };
+    // Progress lines from the child: "progress <done> <total>".
+    let stdout = child.stdout.take().expect("piped");
+    let bar2 = bar.clone();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let mut it = line.split_whitespace();
+            if let (Some("progress"), Some(d), Some(t)) = (it.next(), it.next(), it.next()) {
+                if let (Ok(d), Ok(t)) = (d.parse::<u64>(), t.parse::<u64>()) {
+                    bar2.set_length(t);
+                    bar2.set_position(d);
+                }
+            }
+        }
+    });
+    let exit = wait4(child.id());
+    let _ = reader.join();
+    let exit = match exit {
+        Ok(e) => e,
+        Err(e) => return failed(format!("waiting for the child: {e}")),
+    };
+    let mut point = match (exit.code, exit.signal) {
+        (Some(0), _) => match std::fs::read_to_string(&result_path)
+            .map_err(|e| e.to_string())
+            .and_then(|s| serde_json::from_str::<PointResult>(&s).map_err(|e| e.to_string()))
+        {
+            Ok(p) => p,
+            Err(e) => failed(format!("reading {}: {e}", result_path.display())),
+        },
+        (_, Some(sig)) => {
+            let mut p = PointResult::empty(pw, "killed");
+            p.signal = Some(sig);
+            p.error = Some(format!("killed by signal {sig}"));
+            p
+        }
+        (code, None) => failed(last_line(&log_path).unwrap_or_else(|| {
+            format!(
+                "exited with status {}",
+                code.map_or("?".into(), |c| c.to_string())
+            )
+        })),
+    };
+    // The kernel's figure for the whole child, also known when it was killed.
+    if let Some(rss) = exit.max_rss_bytes {
+        point.peak_rss_bytes = Some(point.peak_rss_bytes.map_or(rss, |r| r.max(rss)));
+    }
+    point
+}
+
+/// Runs the sweep and writes its outputs under `cfg.out`.
+pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> {
+    cfg.run.validate()?;
+    if cfg.pw.is_empty() {
+        return Err("--pw gives no worker count".into());
+    }
+    let (started_at, _) = utc_now();
+    std::fs::create_dir_all(&cfg.out)
+        .map_err(|e| format!("creating {}: {e}", cfg.out.display()))?;
+    // Parameters once, here, with a progress bar: every child then loads them from the cache.
+    let spec = cfg.run.workload();
+    load_or_generate(&cfg.run.params_dir, &spec, true).map_err(|e| e.to_string())?;
+
+    let multi = MultiProgress::new();
+    let overall = multi.add(ProgressBar::new(cfg.pw.len() as u64));
+    overall.set_style(
+        ProgressStyle::with_template(
+            "sweep  [{elapsed_precise}] {bar:30} {pos}/{len} points {msg}",
+        )
+        .expect("a valid template"),
+    );
+    let mut points = Vec::with_capacity(cfg.pw.len());
+    for &pw in &cfg.pw {
+        overall.set_message(format!("(pw {pw})"));
+        let bar = multi.add(ProgressBar::new(0));
+        bar.set_style(
+            ProgressStyle::with_template(
+                "pw {prefix:>4} [{elapsed_precise}] {bar:30} {pos}/{len} partitions",
+            )
+            .expect("a valid template"),
+        );
+        bar.set_prefix(pw.to_string());
+        let p = run_child(exe, &cfg.run, pw, &cfg.out, &bar);
+        bar.finish_and_clear();
+        multi.remove(&bar);
+        overall.inc(1);
+        let _ = multi.println(format!(
+            "pw {pw}: {}{}",
+            p.status,
+            p.error
+                .as_ref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
+        ));
+        points.push(p);
+    }
+    overall.finish_and_clear();
+
+    let recommendation = recommend(&points, cfg.ram_limit);
+    let results = SweepResults {
+        schema: SCHEMA,
+        git_rev: env!("PROOFLINE_GIT_REV").to_string(),
+        host: Host::detect(),
+        started_at,
+        config: cfg.clone(),
+        points,
+        recommendation,
+    };
+    let write = |name: &str, text: &str| -> Result<PathBuf, String> {
+        let p = cfg.out.join(name);
+        std::fs::write(&p, text).map_err(|e| format!("writing {}: {e}", p.display()))?;
+        Ok(p)
+    };
+    write(
+        "results.json",
+        &serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?,
+    )?;
+    write("results.csv", &points_csv(&results.points))?;
+    let timelines: Vec<(usize, Vec<_>)> = results
+        .points
+        .iter()
+        .filter_map(|p| {
+            let path = cfg.out.join(format!("timeline-pw{}.csv", p.pw));
+            let text = std::fs::read_to_string(path).ok()?;
+            parse_timeline_csv(&text).ok().map(|t| (p.pw, t))
+        })
+        .collect();
+    let title = format!(
+        "{} 2^{} x {} partitions x {} jobs, {} backend, release {}",
+        cfg.run.circuit.name(),
+        cfg.run.log2_constraints,
+        cfg.run.partitions,
+        cfg.run.jobs,
+        cfg.run.backend.name(),
+        cfg.run.release.name()
+    );
+    write_svg(
+        &cfg.out.join("report.svg"),
+        &results.points,
+        &timelines,
+        &title,
+    )?;
+    Ok(results)
+}
+
+/// The summary printed at the end of a sweep.
+pub fn summary(results: &SweepResults) -> String {
+    let mut s = table(&results.points);
+    s.push_str(&format!(
+        "recommendation: {}\n",
+        match results.recommendation.pw {
+            Some(pw) => format!("pw {pw}: {}", results.recommendation.reason),
+            None => format!("none: {}", results.recommendation.reason),
+        }
+    ));
+    s.push_str(&format!("results: {}\n", results.config.out.display()));
+    s
+}
