@@ -91,15 +91,17 @@ impl Circuit<Scalar> for DenseCircuit {
             ));
         }
         let alloc = |cs: &mut CS,
+                     i: usize,
                      v: Option<Scalar>|
          -> Result<(Variable, Option<Scalar>), SynthesisError> {
-            Ok((
-                cs.alloc(|| "z", || v.ok_or(SynthesisError::AssignmentMissing))?,
-                v,
-            ))
+            let var = cs.alloc(
+                || format!("z{i}"),
+                || v.ok_or(SynthesisError::AssignmentMissing),
+            )?;
+            Ok((var, v))
         };
-        let mut y = alloc(cs, start.map(|s| s.0))?;
-        let mut x = alloc(cs, start.map(|s| s.1))?;
+        let mut y = alloc(cs, 0, start.map(|s| s.0))?;
+        let mut x = alloc(cs, 1, start.map(|s| s.1))?;
         for i in 0..self.constraints {
             let alpha = Scalar::random(&mut shape);
             let beta = Scalar::random(&mut shape);
@@ -114,7 +116,7 @@ impl Circuit<Scalar> for DenseCircuit {
                 let b = y.1? + beta;
                 Some(a * b - gamma * x.1?)
             })();
-            let z = alloc(cs, value)?;
+            let z = alloc(cs, i + 2, value)?;
             cs.enforce(
                 || format!("c{i}"),
                 |lc: LinearCombination<Scalar>| {

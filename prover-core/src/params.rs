@@ -126,9 +126,17 @@ impl Parameters {
         write_points(&mut w, "params.b_g2", &self.b_g2)
     }
 
-    /// Writes the parameters to a file, through a temporary file renamed into place.
+    /// Writes the parameters to a file, through a temporary file renamed into place (so that a
+    /// reader never sees half a file, and concurrent writers of the same file do not collide).
     pub fn write_file(&self, path: &Path) -> Result<()> {
-        let tmp = path.with_extension("params.tmp");
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let unique = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = path
+            .file_name()
+            .map_or_else(Default::default, |n| n.to_os_string());
+        let mut tmp_name = name;
+        tmp_name.push(format!(".{}.{unique}.tmp", std::process::id()));
+        let tmp = path.with_file_name(tmp_name);
         let ctx = |what: &str| format!("{what} {}", tmp.display());
         let file = std::fs::File::create(&tmp).map_err(|e| Error::io(ctx("creating"), e))?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
@@ -137,8 +145,10 @@ impl Parameters {
             .into_inner()
             .map_err(|e| Error::io(ctx("flushing"), e.into_error()))?;
         file.sync_all().map_err(|e| Error::io(ctx("syncing"), e))?;
-        std::fs::rename(&tmp, path)
-            .map_err(|e| Error::io(format!("renaming into {}", path.display()), e))
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::io(format!("renaming into {}", path.display()), e)
+        })
     }
 
     /// Reads parameters from a stream, decoding points in parallel chunks.

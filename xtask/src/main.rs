@@ -2,18 +2,22 @@
 //! it with the same arguments, so that every job runs optimized and the binary alone can be
 //! carried to a machine without cargo.
 //!
-//! Commands: `prove` (one job of the demo circuit on the CPU backend, verified, with stage
-//! times).
+//! Commands:
+//! - `sweep`: the workload once per worker count, each in a fresh process (`--pw 10..15`);
+//!   results.json, results.csv, timelines and report.svg under `target/sweep/`.
+//! - `prove`: the workload at one worker count, with stage times and ledger peaks.
+//!
+//! The backend's cargo feature is chosen from `--backend` (only `cpu` is built so far).
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask prove [--log2-constraints K] [--partitions P] [--inputs N] [--params-dir DIR]";
+const USAGE: &str = "usage: cargo xtask sweep [--pw 10..15] [options]   (cargo xtask sweep --help)\n       cargo xtask prove [--pw N] [options]     (cargo xtask prove --help)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("prove") => {}
+        Some("prove" | "sweep") => {}
         Some("-h" | "--help") | None => {
             eprintln!("{USAGE}");
             return if args.is_empty() {
