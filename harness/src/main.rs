@@ -139,7 +139,23 @@ enum Cmd {
     },
 }
 
+/// Large buffers (a/b/c, witnesses) must go back to the system when freed, or the RSS of a
+/// long-running prover keeps what the ledger has long released. glibc raises its mmap threshold
+/// each time a mapped chunk is freed, after which buffers of that size come from the heap and
+/// stay resident; a fixed threshold turns that off (docs/sweep.md has the measurement). A
+/// `MALLOC_MMAP_THRESHOLD_` set by the user wins.
+fn fix_mmap_threshold() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+        // SAFETY: mallopt only changes allocator parameters; called before any thread starts.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    fix_mmap_threshold();
     let cli = Cli::parse();
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
