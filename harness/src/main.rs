@@ -123,6 +123,11 @@ enum Cmd {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Draw report.svg again from a sweep folder (results.json and the timelines).
+    Report {
+        /// The sweep's output folder.
+        dir: PathBuf,
+    },
     /// One point of a sweep (what the sweep runs in each child process).
     #[command(hide = true)]
     Point {
@@ -194,6 +199,11 @@ fn run(cmd: Cmd) -> Result<(), String> {
             let exe = std::env::current_exe().map_err(|e| format!("finding this binary: {e}"))?;
             let results = run_sweep(&cfg, &exe)?;
             print!("{}", summary(&results));
+            Ok(())
+        }
+        Cmd::Report { dir } => {
+            let path = harness::report::redraw(&dir)?;
+            println!("{}", path.display());
             Ok(())
         }
         Cmd::Point {

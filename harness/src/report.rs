@@ -88,7 +88,12 @@ pub struct SweepResults {
     pub recommendation: Recommendation,
 }
 
-/// The best throughput among the `ok` points whose peak RSS fits `ram_limit`.
+/// Throughputs within this fraction of the best count as equal: the noise of a shared machine.
+pub const THROUGHPUT_TIE: f64 = 0.02;
+
+/// The best throughput among the `ok` points whose peak RSS fits `ram_limit`; points within
+/// [`THROUGHPUT_TIE`] of the best count as equal, and the one with the lowest peak RSS wins
+/// among them (more workers that buy no throughput only cost memory).
 pub fn recommend(points: &[PointResult], ram_limit: Option<u64>) -> Recommendation {
     let ok: Vec<&PointResult> = points.iter().filter(|p| p.status == "ok").collect();
     if ok.is_empty() {
@@ -97,40 +102,42 @@ pub fn recommend(points: &[PointResult], ram_limit: Option<u64>) -> Recommendati
             reason: "no point completed with every proof verified".into(),
         };
     }
-    let fits: Vec<&&PointResult> = ok
-        .iter()
+    let fits: Vec<&PointResult> = ok
+        .into_iter()
         .filter(|p| match (ram_limit, p.peak_rss_bytes) {
             (Some(limit), Some(rss)) => rss <= limit,
             (Some(_), None) => false,
             (None, _) => true,
         })
         .collect();
-    let best = fits.iter().max_by(|a, b| {
-        a.proofs_per_minute
-            .unwrap_or(0.0)
-            .total_cmp(&b.proofs_per_minute.unwrap_or(0.0))
-    });
-    match (best, ram_limit) {
-        (Some(p), Some(limit)) => Recommendation {
-            pw: Some(p.pw),
-            reason: format!(
-                "best throughput ({:.2} proofs/min) among the points whose peak RSS fits --ram-limit {}",
-                p.proofs_per_minute.unwrap_or(0.0),
-                human_bytes(limit)
-            ),
-        },
-        (Some(p), None) => Recommendation {
-            pw: Some(p.pw),
-            reason: format!(
-                "best throughput ({:.2} proofs/min); no --ram-limit given, so peak RSS was not checked",
-                p.proofs_per_minute.unwrap_or(0.0)
-            ),
-        },
-        (None, Some(limit)) => Recommendation {
+    let tp = |p: &PointResult| p.proofs_per_minute.unwrap_or(0.0);
+    let Some(best_tp) = fits.iter().map(|p| tp(p)).max_by(f64::total_cmp) else {
+        return Recommendation {
             pw: None,
-            reason: format!("no completed point fits --ram-limit {}", human_bytes(limit)),
-        },
-        (None, None) => unreachable!("without a limit every ok point fits"),
+            reason: format!(
+                "no completed point fits --ram-limit {}",
+                human_bytes(ram_limit.unwrap_or(0))
+            ),
+        };
+    };
+    let chosen = fits
+        .iter()
+        .filter(|p| tp(p) >= best_tp * (1.0 - THROUGHPUT_TIE))
+        .min_by_key(|p| (p.peak_rss_bytes.unwrap_or(u64::MAX), p.pw))
+        .expect("the best point is within the tie");
+    let limit = match ram_limit {
+        Some(l) => format!("peak RSS within --ram-limit {}", human_bytes(l)),
+        None => "no --ram-limit given".into(),
+    };
+    Recommendation {
+        pw: Some(chosen.pw),
+        reason: format!(
+            "{:.2} proofs/min, peak RSS {}: the lowest peak RSS among the points within {:.0}% of the best throughput ({:.2} proofs/min); {limit}",
+            tp(chosen),
+            chosen.peak_rss_bytes.map_or("-".into(), human_bytes),
+            THROUGHPUT_TIE * 100.0,
+            best_tp
+        ),
     }
 }
 
@@ -278,16 +285,80 @@ fn byte_unit(max_bytes: u64) -> (f64, &'static str) {
     }
 }
 
-/// A series drawn as steps: each value holds until the next sample.
+/// A series drawn as steps: each value holds until the next change. Samples that repeat the
+/// previous value add nothing and are left out (a timeline has thousands of them).
 fn steps(points: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
     let mut out: Vec<(f64, f64)> = Vec::new();
+    let mut last_x = None;
     for (x, y) in points {
-        if let Some(&(_, prev)) = out.last() {
-            out.push((x, prev));
+        last_x = Some(x);
+        match out.last() {
+            Some(&(_, prev)) if prev == y => {}
+            Some(&(_, prev)) => {
+                out.push((x, prev));
+                out.push((x, y));
+            }
+            None => out.push((x, y)),
         }
-        out.push((x, y));
+    }
+    // Hold the last value to the end of the run.
+    if let (Some(x), Some(&(px, y))) = (last_x, out.last()) {
+        if x > px {
+            out.push((x, y));
+        }
     }
     out
+}
+
+/// The title of a sweep's report.
+pub fn report_title(run: &RunConfig) -> String {
+    format!(
+        "{} 2^{} x {} partitions x {} jobs, {} backend, release {}",
+        run.circuit.name(),
+        run.log2_constraints,
+        run.partitions,
+        run.jobs,
+        run.backend.name(),
+        run.release.name()
+    )
+}
+
+/// Draws `report.svg` again from a sweep folder's `results.json` and timelines.
+pub fn redraw(out: &Path) -> Result<PathBuf, String> {
+    let text = std::fs::read_to_string(out.join("results.json"))
+        .map_err(|e| format!("reading {}: {e}", out.join("results.json").display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    if v["schema"] != SCHEMA {
+        return Err(format!("{}: not a {SCHEMA} document", out.display()));
+    }
+    let points: Vec<PointResult> =
+        serde_json::from_value(v["points"].clone()).map_err(|e| e.to_string())?;
+    let c = &v["config"];
+    let title = format!(
+        "{} 2^{} x {} partitions x {} jobs, {} backend, release {}",
+        c["circuit"].as_str().unwrap_or("?"),
+        c["log2_constraints"],
+        c["partitions"],
+        c["jobs"],
+        c["backend"].as_str().unwrap_or("?"),
+        c["release"].as_str().unwrap_or("?")
+    );
+    let timelines = read_timelines(out, &points);
+    let path = out.join("report.svg");
+    write_svg(&path, &points, &timelines, &title)?;
+    Ok(path)
+}
+
+/// The timelines of the points that have one.
+pub fn read_timelines(out: &Path, points: &[PointResult]) -> Vec<(usize, Vec<Sample>)> {
+    points
+        .iter()
+        .filter_map(|p| {
+            let text =
+                std::fs::read_to_string(out.join(format!("timeline-pw{}.csv", p.pw))).ok()?;
+            parse_timeline_csv(&text).ok().map(|t| (p.pw, t))
+        })
+        .collect()
 }
 
 /// `report.svg`: throughput and peak RSS against pw; buffers in flight per stage over time, one
@@ -524,6 +595,14 @@ mod tests {
         assert_eq!(recommend(&pts, Some(20)).pw, Some(1));
         assert_eq!(recommend(&pts, Some(5)).pw, None);
         assert_eq!(recommend(&[], None).pw, None);
+        // Within the tie, less memory wins; outside it, throughput does.
+        let flat = vec![
+            point(4, 5.00, 40, "ok"),
+            point(5, 5.05, 50, "ok"),
+            point(6, 6.0, 60, "ok"),
+        ];
+        assert_eq!(recommend(&flat[..2], None).pw, Some(4));
+        assert_eq!(recommend(&flat, None).pw, Some(6));
     }
 
     #[test]
