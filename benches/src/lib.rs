@@ -2,7 +2,7 @@
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
-use group::{Curve, Group};
+use group::Curve;
 use prover_core::density::ScalarBytes;
 
 /// `n` random scalars in canonical form.
@@ -13,34 +13,31 @@ pub fn random_scalars(n: usize) -> Vec<ScalarBytes> {
         .collect()
 }
 
-/// `n` distinct G1 points `P, 2P, 3P, ...` for a random `P` (additions, not multiplications).
-pub fn g1_bases(n: usize) -> Vec<G1Affine> {
-    let p = G1Projective::random(rand::thread_rng());
+/// `n` distinct points `P, 2P, 3P, ...` for a random `P` (additions, not multiplications).
+pub fn bases<G: Curve>(n: usize) -> Vec<G::AffineRepr>
+where
+    G::AffineRepr: Default + Clone,
+{
+    let p = G::random(rand::thread_rng());
     let mut acc = p;
-    let proj: Vec<G1Projective> = (0..n)
+    let proj: Vec<G> = (0..n)
         .map(|_| {
             let q = acc;
             acc += p;
             q
         })
         .collect();
-    let mut out = vec![G1Affine::default(); n];
-    G1Projective::batch_normalize(&proj, &mut out);
+    let mut out = vec![G::AffineRepr::default(); n];
+    G::batch_normalize(&proj, &mut out);
     out
 }
 
-/// `n` distinct G2 points, as [`g1_bases`].
+/// `n` distinct G1 points.
+pub fn g1_bases(n: usize) -> Vec<G1Affine> {
+    bases::<G1Projective>(n)
+}
+
+/// `n` distinct G2 points.
 pub fn g2_bases(n: usize) -> Vec<G2Affine> {
-    let p = G2Projective::random(rand::thread_rng());
-    let mut acc = p;
-    let proj: Vec<G2Projective> = (0..n)
-        .map(|_| {
-            let q = acc;
-            acc += p;
-            q
-        })
-        .collect();
-    let mut out = vec![G2Affine::default(); n];
-    G2Projective::batch_normalize(&proj, &mut out);
-    out
+    bases::<G2Projective>(n)
 }

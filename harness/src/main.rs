@@ -171,6 +171,18 @@ fn main() -> ExitCode {
     }
 }
 
+fn print_peaks<'a>(
+    title: &str,
+    names: impl Iterator<Item = &'a str>,
+    peaks: &std::collections::BTreeMap<String, harness::point::CountBytes>,
+) {
+    println!("{title}");
+    for name in names {
+        let p = peaks.get(name).copied().unwrap_or_default();
+        println!("  {name:<21} {:>4} / {}", p.count, human_bytes(p.bytes));
+    }
+}
+
 fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
@@ -264,26 +276,16 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 o.stats.finalize_seconds,
                 100.0 * o.stats.mean_accelerator_busy()
             );
-            println!("stage peaks (partitions / bytes):");
-            for s in Stage::ALL {
-                let u = o.ledger.stage(s);
-                println!(
-                    "  {:<21} {:>4} / {}",
-                    s.name(),
-                    u.count.peak,
-                    human_bytes(u.bytes.peak)
-                );
-            }
-            println!("buffer peaks (buffers / bytes):");
-            for k in BufferKind::ALL {
-                let u = o.ledger.kind(k);
-                println!(
-                    "  {:<21} {:>4} / {}",
-                    k.name(),
-                    u.count.peak,
-                    human_bytes(u.bytes.peak)
-                );
-            }
+            print_peaks(
+                "stage peaks (partitions / bytes):",
+                Stage::ALL.iter().map(|s| s.name()),
+                &r.stage_peaks,
+            );
+            print_peaks(
+                "buffer peaks (buffers / bytes):",
+                BufferKind::ALL.iter().map(|k| k.name()),
+                &r.buffer_peaks,
+            );
             let b = |v: Option<u64>| v.map_or("-".into(), human_bytes);
             println!(
                 "memory: ledger peak {}, peak RSS {}, baseline RSS {} (parameters loaded)",

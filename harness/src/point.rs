@@ -93,6 +93,23 @@ impl PointResult {
     }
 }
 
+/// Peak count and bytes by name.
+fn peaks<'a>(
+    usages: impl Iterator<Item = (&'a str, prover_core::ledger::Usage)>,
+) -> BTreeMap<String, CountBytes> {
+    usages
+        .map(|(name, u)| {
+            (
+                name.to_string(),
+                CountBytes {
+                    count: u.count.peak,
+                    bytes: u.bytes.peak,
+                },
+            )
+        })
+        .collect()
+}
+
 /// A point's result, its timeline and the summed stage times.
 pub struct PointOutcome {
     /// The figures.
@@ -208,32 +225,8 @@ pub fn run_point(
         }
     }
     let jobs = cfg.jobs as f64;
-    let stage_peaks = Stage::ALL
-        .iter()
-        .map(|s| {
-            let u = snap.stage(*s);
-            (
-                s.name().to_string(),
-                CountBytes {
-                    count: u.count.peak,
-                    bytes: u.bytes.peak,
-                },
-            )
-        })
-        .collect();
-    let buffer_peaks = BufferKind::ALL
-        .iter()
-        .map(|k| {
-            let u = snap.kind(*k);
-            (
-                k.name().to_string(),
-                CountBytes {
-                    count: u.count.peak,
-                    bytes: u.bytes.peak,
-                },
-            )
-        })
-        .collect();
+    let stage_peaks = peaks(Stage::ALL.iter().map(|s| (s.name(), snap.stage(*s))));
+    let buffer_peaks = peaks(BufferKind::ALL.iter().map(|k| (k.name(), snap.kind(*k))));
     let result = PointResult {
         pw,
         status: if proofs_failed == 0 { "ok" } else { "failed" }.into(),

@@ -48,6 +48,18 @@ fn engine(
     .unwrap()
 }
 
+fn submit(
+    engine: &Engine<RandomCircuit, CpuSynthesizer>,
+    prepared: &PreparedParameters,
+    job: usize,
+    partitions: usize,
+) -> prover_core::JobHandle {
+    let circuits = (0..partitions).map(|p| circuit(job, p)).collect();
+    engine
+        .submit(prepared, circuits, &mut rand::thread_rng())
+        .unwrap()
+}
+
 fn check_job(pvk: &PreparedVerifyingKey, job: usize, proofs: &[prover_core::Proof]) {
     let inputs: Vec<Vec<Scalar>> = (0..proofs.len())
         .map(|p| circuit(job, p).public_inputs())
@@ -66,15 +78,7 @@ fn run(config: Config, jobs: usize, partitions: usize) -> u64 {
     let gate = Gate::closed();
     let engine = engine(config, gate.clone(), vec![]);
     let handles: Vec<_> = (0..jobs)
-        .map(|j| {
-            engine
-                .submit(
-                    &prepared,
-                    (0..partitions).map(|p| circuit(j, p)).collect(),
-                    &mut rand::thread_rng(),
-                )
-                .unwrap()
-        })
+        .map(|j| submit(&engine, &prepared, j, partitions))
         .collect();
     let total = jobs * partitions;
     // Saturated: one partition at the gate, and everything else that may wait is waiting.
@@ -111,7 +115,7 @@ proptest! {
         let budget = partitions_per_budget * (abc + rest);
         let config = Config { pw, mem_budget: Some(BudgetSize::Bytes(budget)), synthesis_threads: 2, finalizer_threads: 1, ..Config::default() };
         let engine = engine(config, Gate::opened(), vec![]);
-        let h = engine.submit(&prepared, (0..partitions).map(|p| circuit(0, p)).collect(), &mut rand::thread_rng()).unwrap();
+        let h = submit(&engine, &prepared, 0, partitions);
         check_job(&pvk, 0, &h.wait().unwrap());
         let ledger = engine.ledger().clone();
         engine.shutdown();
@@ -135,13 +139,7 @@ fn after_synthesis_piles_up_in_front_of_a_held_accelerator() {
         ..Config::default()
     };
     let engine = engine(config, gate.clone(), vec![]);
-    let h = engine
-        .submit(
-            &prepared,
-            (0..total).map(|p| circuit(0, p)).collect(),
-            &mut rand::thread_rng(),
-        )
-        .unwrap();
+    let h = submit(&engine, &prepared, 0, total);
     // Every partition but the one at the gate ends up synthesized and waiting.
     wait_until("the pile-up", || {
         engine
@@ -227,24 +225,12 @@ fn the_fallback_retries_a_handed_back_partition() {
         ..Config::default()
     };
     let engine = engine(config, Gate::opened(), rules.clone());
-    let h = engine
-        .submit(
-            &prepared,
-            (0..3).map(|p| circuit(0, p)).collect(),
-            &mut rand::thread_rng(),
-        )
-        .unwrap();
+    let h = submit(&engine, &prepared, 0, 3);
     check_job(&pvk, 0, &h.wait().unwrap());
     engine.shutdown();
     // Twin: without the fallback the same job fails.
     let engine = self::engine(Config::default(), Gate::opened(), rules);
-    let h = engine
-        .submit(
-            &prepared,
-            (0..3).map(|p| circuit(0, p)).collect(),
-            &mut rand::thread_rng(),
-        )
-        .unwrap();
+    let h = submit(&engine, &prepared, 0, 3);
     assert!(matches!(
         h.wait(),
         Err(Error::PartitionFailed {
@@ -289,20 +275,8 @@ fn cancelling_a_job_frees_everything() {
         gate.clone(),
         vec![],
     );
-    let doomed = engine
-        .submit(
-            &prepared,
-            (0..6).map(|p| circuit(0, p)).collect(),
-            &mut rand::thread_rng(),
-        )
-        .unwrap();
-    let kept = engine
-        .submit(
-            &prepared,
-            (0..3).map(|p| circuit(1, p)).collect(),
-            &mut rand::thread_rng(),
-        )
-        .unwrap();
+    let doomed = submit(&engine, &prepared, 0, 6);
+    let kept = submit(&engine, &prepared, 1, 3);
     wait_until("a partition at the gate", || gate.arrived() >= 1);
     doomed.cancel();
     gate.open();
@@ -389,15 +363,7 @@ fn a_thousand_partitions_none_lost_and_bounded() {
         std::time::Duration::from_millis(2),
     );
     let handles: Vec<_> = (0..10)
-        .map(|j| {
-            engine
-                .submit(
-                    &prepared,
-                    (0..100).map(|p| circuit(j, p)).collect(),
-                    &mut rand::thread_rng(),
-                )
-                .unwrap()
-        })
+        .map(|j| submit(&engine, &prepared, j, 100))
         .collect();
     for (j, h) in handles.into_iter().enumerate() {
         let proofs = h.wait().unwrap();
