@@ -345,6 +345,10 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
     fn extend(&mut self, other: &Self) {
         let offset = self.a.len();
         self.a_aux_density.extend_from(&other.a_aux_density, 0);
+        // The other system's ONE is this one's ONE: carry its B use over, skip its bit.
+        if other.b_input_density.get(0) {
+            self.b_input_density.set(0);
+        }
         self.b_input_density.extend_from(&other.b_input_density, 1);
         self.b_aux_density.extend_from(&other.b_aux_density, 0);
         self.a.extend_from_slice(&other.a);
@@ -358,5 +362,57 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
                 self.unsatisfied = Some((offset + i, ann.clone()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Synthesizes one constraint `x * (ONE or x) = y` in a child system merged with `extend`,
+    /// as circuits that synthesize in parallel do.
+    struct Extended {
+        one_in_b: bool,
+    }
+
+    impl Circuit<Scalar> for Extended {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
+            assert!(CS::is_extensible());
+            let mut child = CS::new();
+            child.alloc_input(|| "child ONE", || Ok(Scalar::ONE))?;
+            let x = child.alloc(|| "x", || Ok(Scalar::from(3u64)))?;
+            let y = child.alloc(
+                || "y",
+                || Ok(Scalar::from(if self.one_in_b { 3u64 } else { 9 })),
+            )?;
+            let one_in_b = self.one_in_b;
+            child.enforce(
+                || "x * b = y",
+                |lc| lc + x,
+                |lc| if one_in_b { lc + CS::one() } else { lc + x },
+                |lc| lc + y,
+            );
+            cs.extend(&child);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn extend_carries_the_one_inputs_b_use() {
+        let p = CpuSynthesizer
+            .synthesize(Extended { one_in_b: true })
+            .unwrap();
+        assert!(p.witness.b_input_density.get(0));
+        assert_eq!(p.witness.b_input_density.len(), 1);
+        assert_eq!(p.witness.aux.len(), 2);
+        // Twin: without ONE in B, its bit stays clear.
+        let q = CpuSynthesizer
+            .synthesize(Extended { one_in_b: false })
+            .unwrap();
+        assert!(!q.witness.b_input_density.get(0));
+        assert!(q.witness.b_aux_density.get(0));
     }
 }

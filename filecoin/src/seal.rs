@@ -1,0 +1,97 @@
+//! Sealing a random sector through filecoin-proofs (pre-commit phases 1 and 2), for PoSt tests
+//! and demos.
+
+use std::io::{Seek, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use filecoin_proofs::{
+    add_piece, generate_piece_commitment, seal_pre_commit_phase1, seal_pre_commit_phase2,
+    Commitment, PaddedBytesAmount, PoRepConfig, PrivateReplicaInfo, ProverId, PublicReplicaInfo,
+    UnpaddedBytesAmount,
+};
+use rand::{Rng, RngCore};
+use storage_proofs_core::api_version::ApiVersion;
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::sector::SectorId;
+
+/// The PoRep id proofline uses for its test sectors (registered proof 2 KiB V1_1, as Filecoin's
+/// own tests do: a little-endian 5 in the first byte).
+pub const POREP_ID: [u8; 32] = {
+    let mut id = [0u8; 32];
+    id[0] = 5;
+    id
+};
+
+/// A sealed sector on disk.
+#[derive(Debug, Clone)]
+pub struct SealedSector {
+    /// Its id.
+    pub sector_id: SectorId,
+    /// comm_r.
+    pub comm_r: Commitment,
+    /// The replica file.
+    pub replica: PathBuf,
+    /// The cache folder (tree_r_last and the rest).
+    pub cache: PathBuf,
+}
+
+impl SealedSector {
+    /// What a prover holds.
+    pub fn private_info<Tree: 'static + MerkleTreeTrait>(
+        &self,
+    ) -> Result<PrivateReplicaInfo<Tree>> {
+        PrivateReplicaInfo::new(self.replica.clone(), self.comm_r, self.cache.clone())
+    }
+
+    /// What a verifier holds.
+    pub fn public_info(&self) -> Result<PublicReplicaInfo> {
+        PublicReplicaInfo::new(self.comm_r)
+    }
+}
+
+/// Seals a sector of random data of `sector_size` bytes into `dir` (pre-commit phases 1 and 2).
+pub fn seal_random_sector<Tree: 'static + MerkleTreeTrait>(
+    dir: &Path,
+    sector_size: u64,
+    prover_id: ProverId,
+    rng: &mut impl RngCore,
+) -> Result<SealedSector> {
+    let config = PoRepConfig::new_groth16(sector_size, POREP_ID, ApiVersion::V1_1_0);
+    let sector_id = SectorId::from(rng.gen::<u64>());
+    let sector_dir = dir.join(format!("sector-{}", u64::from(sector_id)));
+    let cache = sector_dir.join("cache");
+    std::fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
+    let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
+    let mut data = vec![0u8; u64::from(unpadded) as usize];
+    rng.fill_bytes(&mut data);
+    let piece_path = sector_dir.join("piece");
+    std::fs::write(&piece_path, &data)?;
+    let mut piece = std::fs::File::open(&piece_path)?;
+    let piece_info = generate_piece_commitment(&mut piece, unpadded)?;
+    piece.rewind()?;
+    let staged = sector_dir.join("staged");
+    let mut staged_file = std::fs::File::create(&staged)?;
+    add_piece(&mut piece, &mut staged_file, unpadded, &[])?;
+    staged_file.flush()?;
+    let replica = sector_dir.join("sealed");
+    std::fs::File::create(&replica)?;
+    let ticket: [u8; 32] = rng.gen();
+    let phase1 = seal_pre_commit_phase1::<_, _, _, Tree>(
+        &config,
+        &cache,
+        &staged,
+        &replica,
+        prover_id,
+        sector_id,
+        ticket,
+        &[piece_info],
+    )?;
+    let pre_commit = seal_pre_commit_phase2(&config, phase1, &cache, &replica)?;
+    Ok(SealedSector {
+        sector_id,
+        comm_r: pre_commit.comm_r,
+        replica,
+        cache,
+    })
+}

@@ -1,0 +1,141 @@
+//! WinningPoSt and WindowPoSt on 2 KiB sectors: filecoin-proofs seals the sectors and makes the
+//! vanilla proofs, proofline's engine makes the SNARKs with parameters from proofline's
+//! generator, and filecoin-proofs' own verifiers check them; negative twins must fail.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use filecoin_proofs::{
+    verify_window_post, verify_winning_post, PoStConfig, PoStType, SECTOR_SIZE_2_KIB,
+    WINDOW_POST_CHALLENGE_COUNT, WINNING_POST_CHALLENGE_COUNT, WINNING_POST_SECTOR_COUNT,
+};
+use proofline_filecoin::seal::{seal_random_sector, SealedSector};
+use proofline_filecoin::{prove_post, vanilla_proofs, Tree2KiB};
+use rand::Rng;
+use storage_proofs_core::api_version::ApiVersion;
+
+/// One parameter cache for the test binary, set before filecoin-proofs reads its settings.
+fn init() -> &'static tempfile::TempDir {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir.path());
+        dir
+    })
+}
+
+fn sectors(n: usize, prover_id: [u8; 32]) -> (tempfile::TempDir, Vec<SealedSector>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand::thread_rng();
+    let s = (0..n)
+        .map(|_| {
+            seal_random_sector::<Tree2KiB>(dir.path(), SECTOR_SIZE_2_KIB, prover_id, &mut rng)
+                .unwrap()
+        })
+        .collect();
+    (dir, s)
+}
+
+fn seed() -> [u8; 32] {
+    // A 32-byte value that is a valid field element: keep the top bits clear.
+    let mut b: [u8; 32] = rand::thread_rng().gen();
+    b[31] &= 0x3f;
+    b
+}
+
+#[test]
+fn winning_post_2kib_is_accepted_by_filecoin_proofs() {
+    init();
+    let prover_id = seed();
+    let (_dir, sealed) = sectors(2, prover_id);
+    let config = PoStConfig {
+        sector_size: SECTOR_SIZE_2_KIB.into(),
+        challenge_count: WINNING_POST_CHALLENGE_COUNT,
+        sector_count: WINNING_POST_SECTOR_COUNT,
+        typ: PoStType::Winning,
+        priority: false,
+        api_version: ApiVersion::V1_1_0,
+    };
+    let randomness = seed();
+    let s = &sealed[0];
+    let vanilla = vanilla_proofs::<Tree2KiB>(
+        &config,
+        &randomness,
+        prover_id,
+        &[(s.sector_id, s.private_info().unwrap())],
+    )
+    .unwrap();
+    let proof = prove_post::<Tree2KiB>(&config, &randomness, prover_id, &vanilla, 2).unwrap();
+    assert_eq!(proof.len(), 192);
+    let public = [(s.sector_id, s.public_info().unwrap())];
+    assert!(
+        verify_winning_post::<Tree2KiB>(&config, &randomness, &public, prover_id, &proof).unwrap()
+    );
+
+    // Twin 1: the same proof for another sector.
+    let other = [(sealed[1].sector_id, sealed[1].public_info().unwrap())];
+    assert!(
+        !verify_winning_post::<Tree2KiB>(&config, &randomness, &other, prover_id, &proof)
+            .unwrap_or(false)
+    );
+    // Twin 2: a flipped byte (either it no longer decodes or it no longer verifies).
+    let mut bad = proof.clone();
+    bad[100] ^= 1;
+    assert!(
+        !verify_winning_post::<Tree2KiB>(&config, &randomness, &public, prover_id, &bad)
+            .unwrap_or(false)
+    );
+    // Twin 3: other randomness.
+    assert!(
+        !verify_winning_post::<Tree2KiB>(&config, &seed(), &public, prover_id, &proof)
+            .unwrap_or(false)
+    );
+}
+
+#[test]
+fn window_post_2kib_is_accepted_by_filecoin_proofs() {
+    init();
+    let prover_id = seed();
+    let (_dir, sealed) = sectors(3, prover_id);
+    let config = PoStConfig {
+        sector_size: SECTOR_SIZE_2_KIB.into(),
+        challenge_count: WINDOW_POST_CHALLENGE_COUNT,
+        sector_count: 2,
+        typ: PoStType::Window,
+        priority: false,
+        api_version: ApiVersion::V1_1_0,
+    };
+    let randomness = seed();
+    let proven = &sealed[..2];
+    let private: Vec<_> = proven
+        .iter()
+        .map(|s| (s.sector_id, s.private_info().unwrap()))
+        .collect();
+    let vanilla = vanilla_proofs::<Tree2KiB>(&config, &randomness, prover_id, &private).unwrap();
+    let proof = prove_post::<Tree2KiB>(&config, &randomness, prover_id, &vanilla, 2).unwrap();
+    assert_eq!(proof.len(), 192);
+    let public: BTreeMap<_, _> = proven
+        .iter()
+        .map(|s| (s.sector_id, s.public_info().unwrap()))
+        .collect();
+    assert!(
+        verify_window_post::<Tree2KiB>(&config, &randomness, &public, prover_id, &proof).unwrap()
+    );
+
+    // Twin 1: one sector replaced by another.
+    let swapped: BTreeMap<_, _> = [&sealed[0], &sealed[2]]
+        .iter()
+        .map(|s| (s.sector_id, s.public_info().unwrap()))
+        .collect();
+    assert!(
+        !verify_window_post::<Tree2KiB>(&config, &randomness, &swapped, prover_id, &proof)
+            .unwrap_or(false)
+    );
+    // Twin 2: a flipped byte.
+    let mut bad = proof.clone();
+    bad[7] ^= 0x10;
+    assert!(
+        !verify_window_post::<Tree2KiB>(&config, &randomness, &public, prover_id, &bad)
+            .unwrap_or(false)
+    );
+}
