@@ -116,6 +116,15 @@ pub fn post_circuits<Tree: 'static + MerkleTreeTrait>(
     prover_id: ProverId,
     vanilla_proofs: &[FallbackPoStSectorProof<Tree>],
 ) -> Result<Vec<(PostCircuit<Tree>, Vec<blstrs::Scalar>)>> {
+    if config.typ == PoStType::Window {
+        ensure!(
+            vanilla_proofs
+                .windows(2)
+                .all(|w| w[0].sector_id < w[1].sector_id),
+            "WindowPoSt vanilla proofs must be in increasing sector-id order, the order in which \
+             verify_window_post takes the sectors"
+        );
+    }
     let pub_params = public_params::<Tree>(config, vanilla_proofs.len())?;
     let randomness_safe: <Tree::Hasher as Hasher>::Domain =
         as_safe_commitment(randomness, "randomness")?;
@@ -163,13 +172,20 @@ pub fn post_circuits<Tree: 'static + MerkleTreeTrait>(
         .collect()
 }
 
-/// The vanilla proofs of `sectors` for a PoSt, made by filecoin-proofs.
+/// The vanilla proofs of `sectors` for a PoSt, made by filecoin-proofs (for WindowPoSt in
+/// sector-id order, the order in which `verify_window_post` takes the sectors).
 pub fn vanilla_proofs<Tree: 'static + MerkleTreeTrait>(
     config: &PoStConfig,
     randomness: &ChallengeSeed,
     prover_id: ProverId,
     sectors: &[(SectorId, PrivateReplicaInfo<Tree>)],
 ) -> Result<Vec<FallbackPoStSectorProof<Tree>>> {
+    // The verifier takes WindowPoSt sectors as a map ordered by sector id: prove them in that
+    // order.
+    let mut sectors: Vec<&(SectorId, PrivateReplicaInfo<Tree>)> = sectors.iter().collect();
+    if config.typ == PoStType::Window {
+        sectors.sort_by_key(|s| s.0);
+    }
     let ids: Vec<SectorId> = sectors.iter().map(|s| s.0).collect();
     let challenges =
         generate_fallback_sector_challenges::<Tree>(config, randomness, &ids, prover_id)?;

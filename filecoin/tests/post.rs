@@ -107,13 +107,21 @@ fn window_post_2kib_is_accepted_by_filecoin_proofs() {
     };
     let randomness = seed();
     let proven = &sealed[..2];
-    let private: Vec<_> = proven
+    let mut private: Vec<_> = proven
         .iter()
         .map(|s| (s.sector_id, s.private_info().unwrap()))
         .collect();
-    let vanilla = vanilla_proofs::<Tree2KiB>(&config, &randomness, prover_id, &private).unwrap();
+    private.sort_by_key(|s| std::cmp::Reverse(s.0));
+    // Seal order is random; the proofs come back in sector-id order whatever the input order.
+    let mut vanilla =
+        vanilla_proofs::<Tree2KiB>(&config, &randomness, prover_id, &private).unwrap();
+    assert!(vanilla[0].sector_id < vanilla[1].sector_id);
     let proof = prove_post::<Tree2KiB>(&config, &randomness, prover_id, &vanilla, 2).unwrap();
     assert_eq!(proof.len(), 192);
+    // Twin 0: out of order, the prover refuses instead of making a proof that cannot verify.
+    vanilla.swap(0, 1);
+    let err = prove_post::<Tree2KiB>(&config, &randomness, prover_id, &vanilla, 2).unwrap_err();
+    assert!(err.to_string().contains("sector-id order"), "{err}");
     let public: BTreeMap<_, _> = proven
         .iter()
         .map(|s| (s.sector_id, s.public_info().unwrap()))
