@@ -83,7 +83,7 @@ pub fn post_parameters<Tree: 'static + MerkleTreeTrait>(
     let params_path = parameter_cache_params_path(&id);
     let vk_path = parameter_cache_verifying_key_path(&id);
     if params_path.exists() {
-        let params = Parameters::read_mmap(&params_path, PointCheck::Checked)
+        let params = Parameters::read_file(&params_path, PointCheck::Checked)
             .with_context(|| format!("reading {}", params_path.display()))?;
         if !vk_path.exists() {
             write_vk(&params, &vk_path)?;

@@ -44,7 +44,7 @@ pub fn load_or_generate(
 ) -> prover_core::Result<(Parameters, bool)> {
     let path = cache_path(dir, spec);
     if path.exists() {
-        return Ok((Parameters::read_mmap(&path, PointCheck::Unchecked)?, true));
+        return Ok((Parameters::read_file(&path, PointCheck::Unchecked)?, true));
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| prover_core::Error::io(format!("creating {}", dir.display()), e))?;

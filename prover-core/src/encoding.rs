@@ -244,15 +244,34 @@ impl Source for SliceSource<'_> {
     }
 }
 
-/// A stream with a byte counter.
+/// A stream with a byte counter, and its total length when known (a file).
 pub(crate) struct ReadSource<R> {
     inner: R,
     pos: u64,
+    len: Option<u64>,
 }
 
 impl<R: Read> ReadSource<R> {
     pub(crate) fn new(inner: R) -> Self {
-        ReadSource { inner, pos: 0 }
+        ReadSource {
+            inner,
+            pos: 0,
+            len: None,
+        }
+    }
+
+    /// A stream of known length: length prefixes are checked against it before allocating.
+    pub(crate) fn with_len(inner: R, len: u64) -> Self {
+        ReadSource {
+            inner,
+            pos: 0,
+            len: Some(len),
+        }
+    }
+
+    /// Bytes left in a stream of known length.
+    pub(crate) fn left(&self) -> Option<u64> {
+        self.len.map(|l| l.saturating_sub(self.pos))
     }
 }
 
@@ -280,7 +299,7 @@ impl<R: Read> Source for ReadSource<R> {
     }
 
     fn remaining(&self) -> Option<u64> {
-        None
+        self.left()
     }
 }
 

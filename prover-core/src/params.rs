@@ -164,6 +164,29 @@ impl Parameters {
         Ok(params)
     }
 
+    /// Reads a parameter file through a buffered stream of known length: length prefixes are
+    /// checked against the file size before anything is allocated, points are decoded in
+    /// parallel chunks, and only one chunk of the file is held at a time, so the resident set
+    /// never holds the file and the decoded points at once (a memory map does, until it is
+    /// dropped).
+    pub fn read_file(path: &Path, check: PointCheck) -> Result<Self> {
+        let file = std::fs::File::open(path)
+            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?
+            .len();
+        let mut src = ReadSource::with_len(std::io::BufReader::with_capacity(1 << 20, file), len);
+        let params = Self::read_from(&mut src, check)?;
+        match src.left() {
+            Some(0) | None => Ok(params),
+            Some(extra) => Err(Error::TrailingBytes {
+                what: "parameters",
+                extra,
+            }),
+        }
+    }
+
     /// Reads a parameter file through a memory map: no copy of the file is held, length
     /// prefixes are checked against the file size before anything is allocated, and points are
     /// decoded in parallel.

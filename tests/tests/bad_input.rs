@@ -68,6 +68,21 @@ fn length_prefix_beyond_the_data_is_refused_without_allocating() {
         }
         other => panic!("{other:?}"),
     }
+    // A file has a known size: the same check before any allocation.
+    let path = std::env::temp_dir().join(format!("proofline-bad-{}.params", rand::random::<u64>()));
+    std::fs::write(&path, &bytes).unwrap();
+    let from_file = Parameters::read_file(&path, PointCheck::Checked);
+    std::fs::remove_file(&path).unwrap();
+    assert!(
+        matches!(
+            from_file,
+            Err(Error::LengthExceedsData {
+                what: "params.h",
+                ..
+            })
+        ),
+        "{from_file:?}"
+    );
     // A stream cannot know its size: it reads chunk by chunk and runs out of data.
     assert!(matches!(
         Parameters::read(&bytes[..], PointCheck::Checked),
@@ -83,6 +98,19 @@ fn trailing_bytes_are_refused() {
         Parameters::from_bytes(&bytes, PointCheck::Checked),
         Err(Error::TrailingBytes { extra: 1, .. })
     ));
+    let path =
+        std::env::temp_dir().join(format!("proofline-trail-{}.params", rand::random::<u64>()));
+    std::fs::write(&path, &bytes).unwrap();
+    let from_file = Parameters::read_file(&path, PointCheck::Checked);
+    // Twin: without the extra byte the file reads back.
+    std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+    let good = Parameters::read_file(&path, PointCheck::Checked);
+    std::fs::remove_file(&path).unwrap();
+    assert!(
+        matches!(from_file, Err(Error::TrailingBytes { extra: 1, .. })),
+        "{from_file:?}"
+    );
+    assert!(good.is_ok());
 }
 
 fn expect_point_error(
