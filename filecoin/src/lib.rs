@@ -200,19 +200,20 @@ pub fn vanilla_proofs<Tree: 'static + MerkleTreeTrait>(
         .collect()
 }
 
-/// Proves a PoSt with proofline's engine (CPU backend): one engine partition per PoSt partition.
-/// Returns the proof bytes in the layout filecoin-proofs' verifiers take.
+/// Proves a PoSt with proofline's engine (CPU backend): one engine partition per PoSt partition,
+/// with the parameters from [`post_parameters`]. Returns the proof bytes in the layout
+/// filecoin-proofs' verifiers take.
 pub fn prove_post<Tree: 'static + MerkleTreeTrait>(
     config: &PoStConfig,
     randomness: &ChallengeSeed,
     prover_id: ProverId,
     vanilla_proofs: &[FallbackPoStSectorProof<Tree>],
+    params: Arc<Parameters>,
     pw: usize,
 ) -> Result<Vec<u8>> {
-    let (params, _) = post_parameters::<Tree>(config)?;
     let circuits = post_circuits::<Tree>(config, randomness, prover_id, vanilla_proofs)?;
     ensure!(!circuits.is_empty(), "a PoSt without partitions");
-    let prepared = CpuBackend.prepare(Arc::new(params))?;
+    let prepared = CpuBackend.prepare(params)?;
     let engine: Engine<PostCircuit<Tree>, CpuSynthesizer> = Engine::new(
         prover_core::Config {
             pw,

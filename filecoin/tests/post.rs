@@ -10,7 +10,7 @@ use filecoin_proofs::{
     WINDOW_POST_CHALLENGE_COUNT, WINNING_POST_CHALLENGE_COUNT, WINNING_POST_SECTOR_COUNT,
 };
 use proofline_filecoin::seal::{seal_random_sector, SealedSector};
-use proofline_filecoin::{prove_post, vanilla_proofs, Tree2KiB};
+use proofline_filecoin::{post_parameters, prove_post, vanilla_proofs, Tree2KiB};
 use rand::Rng;
 use storage_proofs_core::api_version::ApiVersion;
 
@@ -57,6 +57,7 @@ fn winning_post_2kib_is_accepted_by_filecoin_proofs() {
         api_version: ApiVersion::V1_1_0,
     };
     let randomness = seed();
+    let params = std::sync::Arc::new(post_parameters::<Tree2KiB>(&config).unwrap().0);
     let s = &sealed[0];
     let vanilla = vanilla_proofs::<Tree2KiB>(
         &config,
@@ -65,7 +66,9 @@ fn winning_post_2kib_is_accepted_by_filecoin_proofs() {
         &[(s.sector_id, s.private_info().unwrap())],
     )
     .unwrap();
-    let proof = prove_post::<Tree2KiB>(&config, &randomness, prover_id, &vanilla, 2).unwrap();
+    let proof =
+        prove_post::<Tree2KiB>(&config, &randomness, prover_id, &vanilla, params.clone(), 2)
+            .unwrap();
     assert_eq!(proof.len(), 192);
     let public = [(s.sector_id, s.public_info().unwrap())];
     assert!(
@@ -106,6 +109,7 @@ fn window_post_2kib_is_accepted_by_filecoin_proofs() {
         api_version: ApiVersion::V1_1_0,
     };
     let randomness = seed();
+    let params = std::sync::Arc::new(post_parameters::<Tree2KiB>(&config).unwrap().0);
     let proven = &sealed[..2];
     let mut private: Vec<_> = proven
         .iter()
@@ -116,11 +120,14 @@ fn window_post_2kib_is_accepted_by_filecoin_proofs() {
     let mut vanilla =
         vanilla_proofs::<Tree2KiB>(&config, &randomness, prover_id, &private).unwrap();
     assert!(vanilla[0].sector_id < vanilla[1].sector_id);
-    let proof = prove_post::<Tree2KiB>(&config, &randomness, prover_id, &vanilla, 2).unwrap();
+    let proof =
+        prove_post::<Tree2KiB>(&config, &randomness, prover_id, &vanilla, params.clone(), 2)
+            .unwrap();
     assert_eq!(proof.len(), 192);
     // Twin 0: out of order, the prover refuses instead of making a proof that cannot verify.
     vanilla.swap(0, 1);
-    let err = prove_post::<Tree2KiB>(&config, &randomness, prover_id, &vanilla, 2).unwrap_err();
+    let err = prove_post::<Tree2KiB>(&config, &randomness, prover_id, &vanilla, params.clone(), 2)
+        .unwrap_err();
     assert!(err.to_string().contains("sector-id order"), "{err}");
     let public: BTreeMap<_, _> = proven
         .iter()

@@ -325,7 +325,13 @@ pub fn generate_parameters_with_progress<C: Circuit<Scalar>>(
         ext.extend(pe);
     }
     let l = ext.split_off(n_in);
-    let ic = ext;
+    let mut ic = ext;
+    // The query vectors grew by doubling: give the slack back (parameters live for the whole
+    // process, and a prover holds them next to every partition).
+    for v in [&mut a, &mut b_g1, &mut ic] {
+        v.shrink_to_fit();
+    }
+    b_g2.shrink_to_fit();
     // bellperson refuses unconstrained variables, whose L entry is the identity.
     if l.iter().chain(&ic).any(|p| bool::from(p.is_identity())) {
         return Err(SynthesisError::UnconstrainedVariable.into());
