@@ -7,7 +7,8 @@
 //!   results.json, results.csv, timelines and report.svg under `target/sweep/`.
 //! - `prove`: the workload at one worker count, with stage times and ledger peaks.
 //!
-//! The backend's cargo feature is chosen from `--backend` (only `cpu` is built so far).
+//! Only the CPU backend exists so far, so no backend feature is passed to the build; the GPU
+//! backends' features will be chosen from `--backend` when they arrive.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
