@@ -313,15 +313,25 @@ fn steps(points: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
 
 /// The title of a sweep's report.
 pub fn report_title(run: &RunConfig) -> String {
-    format!(
-        "{} 2^{} x {} partitions x {} jobs, {} backend, release {}",
+    title(
         run.circuit.name(),
-        run.log2_constraints,
+        &run.log2_constraints.to_string(),
         run.partitions,
         run.jobs,
         run.backend.name(),
-        run.release.name()
+        run.release.name(),
     )
+}
+
+fn title(
+    circuit: &str,
+    log2: &str,
+    partitions: impl std::fmt::Display,
+    jobs: impl std::fmt::Display,
+    backend: &str,
+    release: &str,
+) -> String {
+    format!("{circuit} 2^{log2} x {partitions} partitions x {jobs} jobs, {backend} backend, release {release}")
 }
 
 /// Draws `report.svg` again from a sweep folder's `results.json` and timelines.
@@ -335,14 +345,13 @@ pub fn redraw(out: &Path) -> Result<PathBuf, String> {
     let points: Vec<PointResult> =
         serde_json::from_value(v["points"].clone()).map_err(|e| e.to_string())?;
     let c = &v["config"];
-    let title = format!(
-        "{} 2^{} x {} partitions x {} jobs, {} backend, release {}",
+    let title = title(
         c["circuit"].as_str().unwrap_or("?"),
-        c["log2_constraints"],
-        c["partitions"],
-        c["jobs"],
+        &c["log2_constraints"].to_string(),
+        &c["partitions"],
+        &c["jobs"],
         c["backend"].as_str().unwrap_or("?"),
-        c["release"].as_str().unwrap_or("?")
+        c["release"].as_str().unwrap_or("?"),
     );
     let timelines = read_timelines(out, &points);
     let path = out.join("report.svg");
