@@ -4,9 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use prover_core::{
-    generate_parameters_with_progress, GenProgress, Parameters, PointCheck, Trapdoor,
-};
+use prover_core::{write_parameters_with_progress, GenProgress, Parameters, PointCheck, Trapdoor};
 use rand::SeedableRng;
 
 use crate::workloads::WorkloadSpec;
@@ -34,7 +32,7 @@ pub fn cache_path(dir: &Path, spec: &WorkloadSpec) -> PathBuf {
 }
 
 /// Loads the workload's parameters from the cache, or generates them (seeded by the cache key,
-/// with a progress bar on stderr when `progress` is set) and writes them there. Our own cache is
+/// with a progress bar on stderr when `progress` is set) straight into the cache file. Our own cache is
 /// trusted: it is read without the subgroup check. Returns the parameters and whether they came
 /// from the cache.
 pub fn load_or_generate(
@@ -72,11 +70,11 @@ pub fn load_or_generate(
             (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
         });
     let trapdoor = Trapdoor::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(seed));
-    let params = generate_parameters_with_progress(spec.shape(), &trapdoor, &reporter)?;
-    reporter.bar.set_message("writing");
-    params.write_file(&path)?;
+    // Streamed to the file, then read back: the generator never holds the whole parameter set
+    // next to its own working memory.
+    write_parameters_with_progress(spec.shape(), &trapdoor, &path, &reporter)?;
     reporter
         .bar
         .finish_with_message(format!("written to {}", path.display()));
-    Ok((params, false))
+    Ok((Parameters::read_file(&path, PointCheck::Unchecked)?, false))
 }

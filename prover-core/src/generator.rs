@@ -11,10 +11,11 @@ use bellpepper_core::{
 };
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::{BatchInvert, Field, PrimeField};
-use group::{prime::PrimeCurveAffine, Curve, Group, Wnaf};
+use group::{Curve, Group};
 use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
+use crate::encoding::EncodedPoint;
 use crate::error::{Error, Result};
 use crate::params::{Parameters, VerifyingKey};
 
@@ -185,6 +186,137 @@ pub fn generate_parameters_with_progress<C: Circuit<Scalar>>(
     trapdoor: &Trapdoor,
     progress: &dyn GenProgress,
 ) -> Result<Parameters> {
+    let mut sink = MemorySink::default();
+    generate_into(circuit, trapdoor, progress, &mut sink)?;
+    let vk = sink
+        .vk
+        .expect("the generator always emits the verifying key");
+    let mut sections = sink.g1.into_iter();
+    let mut next = || sections.next().unwrap_or_default();
+    Ok(Parameters {
+        vk,
+        h: next(),
+        l: next(),
+        a: next(),
+        b_g1: next(),
+        b_g2: sink.g2,
+    })
+}
+
+/// Generates the parameters for `circuit` straight into the file `path`, in bellperson's layout,
+/// without holding them in memory: the points are computed in chunks and written in file order
+/// (through a temporary file renamed into place). Returns the verifying key.
+///
+/// Peak memory is the circuit's QAP at tau (three scalars per variable), the recorded
+/// constraints, the fixed-base tables (tens of MiB) and a few chunks of points, instead of the
+/// whole parameter set.
+pub fn write_parameters_with_progress<C: Circuit<Scalar>>(
+    circuit: C,
+    trapdoor: &Trapdoor,
+    path: &std::path::Path,
+    progress: &dyn GenProgress,
+) -> Result<VerifyingKey> {
+    crate::params::write_atomically(path, |w| {
+        let mut sink = FileSink { w, vk: None };
+        generate_into(circuit, trapdoor, progress, &mut sink)?;
+        Ok(sink
+            .vk
+            .expect("the generator always emits the verifying key"))
+    })
+}
+
+/// Receives the parameters in file order: the verifying key, then the sections h, l, a, b_g1
+/// (G1) and b_g2 (G2), each announced with its length and then filled in chunks.
+trait Sink {
+    fn vk(&mut self, vk: VerifyingKey) -> Result<()>;
+    fn section(&mut self, what: &'static str, len: usize) -> Result<()>;
+    fn g1(&mut self, what: &'static str, points: &[G1Affine]) -> Result<()>;
+    fn g2(&mut self, what: &'static str, points: &[G2Affine]) -> Result<()>;
+}
+
+#[derive(Default)]
+struct MemorySink {
+    vk: Option<VerifyingKey>,
+    g1: Vec<Vec<G1Affine>>,
+    g2: Vec<G2Affine>,
+}
+
+impl Sink for MemorySink {
+    fn vk(&mut self, vk: VerifyingKey) -> Result<()> {
+        self.vk = Some(vk);
+        Ok(())
+    }
+    fn section(&mut self, what: &'static str, len: usize) -> Result<()> {
+        if what == "params.b_g2" {
+            self.g2.reserve_exact(len);
+        } else {
+            self.g1.push(Vec::with_capacity(len));
+        }
+        Ok(())
+    }
+    fn g1(&mut self, _: &'static str, points: &[G1Affine]) -> Result<()> {
+        self.g1
+            .last_mut()
+            .expect("a section is open")
+            .extend_from_slice(points);
+        Ok(())
+    }
+    fn g2(&mut self, _: &'static str, points: &[G2Affine]) -> Result<()> {
+        self.g2.extend_from_slice(points);
+        Ok(())
+    }
+}
+
+struct FileSink<'a, W: std::io::Write> {
+    w: &'a mut W,
+    vk: Option<VerifyingKey>,
+}
+
+impl<W: std::io::Write> FileSink<'_, W> {
+    fn put<P: EncodedPoint>(&mut self, what: &'static str, points: &[P]) -> Result<()> {
+        let mut buf = Vec::with_capacity(points.len() * P::UNCOMPRESSED);
+        for p in points {
+            p.encode_uncompressed(&mut buf);
+        }
+        self.w
+            .write_all(&buf)
+            .map_err(|e| Error::io(format!("writing {what}"), e))
+    }
+}
+
+impl<W: std::io::Write> Sink for FileSink<'_, W> {
+    fn vk(&mut self, vk: VerifyingKey) -> Result<()> {
+        vk.write(&mut *self.w)?;
+        self.vk = Some(vk);
+        Ok(())
+    }
+    fn section(&mut self, what: &'static str, len: usize) -> Result<()> {
+        let len = u32::try_from(len).map_err(|_| Error::Malformed {
+            what,
+            detail: format!("{len} points do not fit a u32 length prefix"),
+        })?;
+        self.w
+            .write_all(&len.to_be_bytes())
+            .map_err(|e| Error::io(format!("writing {what}"), e))
+    }
+    fn g1(&mut self, what: &'static str, points: &[G1Affine]) -> Result<()> {
+        self.put(what, points)
+    }
+    fn g2(&mut self, what: &'static str, points: &[G2Affine]) -> Result<()> {
+        self.put(what, points)
+    }
+}
+
+/// Points per chunk of work (one batch normalization each).
+const CHUNK: usize = 1 << 13;
+
+/// The generator proper: synthesizes, evaluates the QAP at tau, and emits every section.
+fn generate_into<C: Circuit<Scalar>>(
+    circuit: C,
+    trapdoor: &Trapdoor,
+    progress: &dyn GenProgress,
+    sink: &mut dyn Sink,
+) -> Result<()> {
     let Trapdoor {
         g1,
         g2,
@@ -257,91 +389,39 @@ pub fn generate_parameters_with_progress<C: Circuit<Scalar>>(
         }
     }
     drop(lagrange);
-    cs.terms = Default::default();
+    let n_in = cs.num_inputs;
+    drop(cs);
     let [u, v, w] = qap;
 
-    progress.start((m - 1 + num_vars) as u64);
-    let g1_table_size = (m - 1) + 3 * num_vars;
-    let mut g1_wnaf = Wnaf::new();
-    let g1_wnaf = g1_wnaf.base(g1, g1_table_size);
-    let mut g2_wnaf = Wnaf::new();
-    let g2_wnaf = g2_wnaf.base(g2, num_vars);
-
-    // H query: tau^i * t(tau) / delta for i in 0..m-1.
-    let coeff = t_tau * delta_inv;
-    let h = par_chunked(m - 1, |range| {
-        let mut wnaf = g1_wnaf.shared();
-        let mut p = tau.pow_vartime([range.start as u64]) * coeff;
-        let len = range.len() as u64;
-        let proj: Vec<G1Projective> = range
-            .map(|_| {
-                let q = wnaf.scalar(&p);
-                p *= tau;
-                q
-            })
-            .collect();
-        progress.advance(len);
-        normalize_g1(&proj)
-    });
-
-    // Per variable: A, B (G1, G2) filtered where zero, and the IC / L entry.
-    let n_in = cs.num_inputs;
-    let per_var = par_chunked(num_vars, |range| {
-        let mut w1 = g1_wnaf.shared();
-        let mut w2 = g2_wnaf.shared();
-        let mut a = Vec::new();
-        let mut b1 = Vec::new();
-        let mut b2 = Vec::new();
-        let mut ext = Vec::with_capacity(range.len());
-        let len = range.len() as u64;
-        for j in range {
-            let (uj, vj, wj) = (u[j], v[j], w[j]);
-            if !bool::from(uj.is_zero()) {
-                a.push(w1.scalar(&uj));
-            }
-            if !bool::from(vj.is_zero()) {
-                b1.push(w1.scalar(&vj));
-                b2.push(w2.scalar(&vj));
-            }
-            let inv = if j < n_in { gamma_inv } else { delta_inv };
-            ext.push(w1.scalar(&((beta * uj + alpha * vj + wj) * inv)));
-        }
-        progress.advance(len);
-        vec![(
-            normalize_g1(&a),
-            normalize_g1(&b1),
-            normalize_g2(&b2),
-            normalize_g1(&ext),
-        )]
-    });
-    let mut a = Vec::new();
-    let mut b_g1 = Vec::new();
-    let mut b_g2 = Vec::new();
-    let mut ext = Vec::with_capacity(num_vars);
-    for (pa, pb1, pb2, pe) in per_var {
-        a.extend(pa);
-        b_g1.extend(pb1);
-        b_g2.extend(pb2);
-        ext.extend(pe);
-    }
-    let l = ext.split_off(n_in);
-    let mut ic = ext;
-    // The query vectors grew by doubling: give the slack back (parameters live for the whole
-    // process, and a prover holds them next to every partition).
-    for v in [&mut a, &mut b_g1, &mut ic] {
-        v.shrink_to_fit();
-    }
-    b_g2.shrink_to_fit();
-    // bellperson refuses unconstrained variables, whose L entry is the identity.
-    if l.iter().chain(&ic).any(|p| bool::from(p.is_identity())) {
+    // The IC and L scalars; bellperson refuses unconstrained variables, whose entry is zero
+    // (the identity point): refuse them before any point is computed.
+    let ext = |j: usize| {
+        let inv = if j < n_in { gamma_inv } else { delta_inv };
+        (beta * u[j] + alpha * v[j] + w[j]) * inv
+    };
+    if (0..num_vars)
+        .into_par_iter()
+        .any(|j| bool::from(ext(j).is_zero()))
+    {
         return Err(SynthesisError::UnconstrainedVariable.into());
     }
-    // Points at infinity are filtered from the A and B queries (zero polynomials were skipped
-    // above; a nonzero polynomial never maps to the identity).
+    let a_vars: Vec<u32> = nonzero_indices(&u);
+    let b_vars: Vec<u32> = nonzero_indices(&v);
+
+    let g1_points = (m - 1) + num_vars + a_vars.len() + b_vars.len();
+    progress.start((g1_points + b_vars.len()) as u64);
+    let g1_base = FixedBase::new(g1, g1_points);
+    let g2_base = FixedBase::new(g2, b_vars.len());
 
     let g1a = g1.to_affine();
     let g2a = g2.to_affine();
-    let vk = VerifyingKey {
+    let ic = normalize(
+        &(0..n_in)
+            .into_par_iter()
+            .map(|j| g1_base.mul(&ext(j)))
+            .collect::<Vec<_>>(),
+    );
+    sink.vk(VerifyingKey {
         alpha_g1: (g1a * alpha).to_affine(),
         beta_g1: (g1a * beta).to_affine(),
         beta_g2: (g2a * beta).to_affine(),
@@ -349,15 +429,183 @@ pub fn generate_parameters_with_progress<C: Circuit<Scalar>>(
         delta_g1: (g1a * delta).to_affine(),
         delta_g2: (g2a * delta).to_affine(),
         ic,
+    })?;
+
+    // H query: tau^i * t(tau) / delta for i in 0..m-1.
+    let coeff = t_tau * delta_inv;
+    sink.section("params.h", m - 1)?;
+    emit(
+        m - 1,
+        &g1_base,
+        progress,
+        |range| {
+            let mut p = tau.pow_vartime([range.start as u64]) * coeff;
+            range
+                .map(|_| {
+                    let q = p;
+                    p *= tau;
+                    q
+                })
+                .collect()
+        },
+        &mut |c| sink.g1("params.h", c),
+    )?;
+    // L query: every aux variable.
+    sink.section("params.l", num_vars - n_in)?;
+    emit(
+        num_vars - n_in,
+        &g1_base,
+        progress,
+        |range| range.map(|j| ext(n_in + j)).collect(),
+        &mut |c| sink.g1("params.l", c),
+    )?;
+    // A and B queries: the variables with nonzero polynomials, inputs first.
+    sink.section("params.a", a_vars.len())?;
+    emit(
+        a_vars.len(),
+        &g1_base,
+        progress,
+        |range| a_vars[range].iter().map(|&j| u[j as usize]).collect(),
+        &mut |c| sink.g1("params.a", c),
+    )?;
+    let b_scalars = |range: std::ops::Range<usize>| -> Vec<Scalar> {
+        b_vars[range].iter().map(|&j| v[j as usize]).collect()
     };
-    Ok(Parameters {
-        vk,
-        h,
-        l,
-        a,
-        b_g1,
-        b_g2,
+    sink.section("params.b_g1", b_vars.len())?;
+    emit(b_vars.len(), &g1_base, progress, b_scalars, &mut |c| {
+        sink.g1("params.b_g1", c)
+    })?;
+    drop(g1_base);
+    sink.section("params.b_g2", b_vars.len())?;
+    emit(b_vars.len(), &g2_base, progress, b_scalars, &mut |c| {
+        sink.g2("params.b_g2", c)
     })
+}
+
+/// Indices of the nonzero entries.
+fn nonzero_indices(s: &[Scalar]) -> Vec<u32> {
+    s.par_iter()
+        .enumerate()
+        .filter(|(_, x)| !bool::from(x.is_zero()))
+        .map(|(j, _)| j as u32)
+        .collect()
+}
+
+/// Computes `base * scalars(range)` for `0..n` in chunks, several chunks in parallel, and
+/// hands the affine points to `put` in order.
+fn emit<G>(
+    n: usize,
+    base: &FixedBase<G>,
+    progress: &dyn GenProgress,
+    scalars: impl Fn(std::ops::Range<usize>) -> Vec<Scalar> + Sync,
+    put: &mut dyn FnMut(&[G::AffineRepr]) -> Result<()>,
+) -> Result<()>
+where
+    G: Curve + Send + Sync,
+    G::AffineRepr: Send + Sync + Default + Copy,
+{
+    let starts: Vec<usize> = (0..n).step_by(CHUNK).collect();
+    let batch = rayon::current_num_threads() * 4;
+    for starts in starts.chunks(batch) {
+        let done: Vec<Vec<G::AffineRepr>> = starts
+            .par_iter()
+            .map(|&s| {
+                let range = s..(s + CHUNK).min(n);
+                let proj: Vec<G> = scalars(range).iter().map(|x| base.mul(x)).collect();
+                progress.advance(proj.len() as u64);
+                normalize(&proj)
+            })
+            .collect();
+        for chunk in &done {
+            put(chunk)?;
+        }
+    }
+    Ok(())
+}
+
+/// Fixed-base scalar multiplication by a precomputed table of signed window digits: for window
+/// `i` and digit `d` in `1..=2^(w-1)` the table holds `d * 2^(w*i) * base` in affine form, so a
+/// product costs one mixed addition per window and no doublings (bellperson's wNAF costs 255
+/// doublings a product). Not constant time: for test and benchmark setups, whose toxic waste
+/// is generated and thrown away in the same process.
+struct FixedBase<G: Curve> {
+    window: usize,
+    windows: usize,
+    table: Vec<G::AffineRepr>,
+}
+
+impl<G> FixedBase<G>
+where
+    G: Curve + Send + Sync,
+    G::AffineRepr: Send + Sync + Default + Copy,
+{
+    /// A table sized for `n` products: the window minimizes table building plus products.
+    fn new(base: G, n: usize) -> Self {
+        let cost = |w: usize| ((1usize << (w - 1)) + n) * (Scalar::NUM_BITS as usize / w + 2);
+        Self::with_window(base, (2..=16).min_by_key(|&w| cost(w)).expect("a window"))
+    }
+
+    fn with_window(base: G, window: usize) -> Self {
+        // One extra window takes the carry out of the top signed digit.
+        let windows = (Scalar::NUM_BITS as usize).div_ceil(window) + 1;
+        let half = 1usize << (window - 1);
+        let mut bases = Vec::with_capacity(windows);
+        let mut b = base;
+        for _ in 0..windows {
+            bases.push(b);
+            for _ in 0..window {
+                b = b.double();
+            }
+        }
+        let rows: Vec<Vec<G::AffineRepr>> = bases
+            .into_par_iter()
+            .map(|b| {
+                let mut row = Vec::with_capacity(half);
+                let mut acc = b;
+                for _ in 0..half {
+                    row.push(acc);
+                    acc += b;
+                }
+                normalize(&row)
+            })
+            .collect();
+        FixedBase {
+            window,
+            windows,
+            table: rows.concat(),
+        }
+    }
+
+    fn mul(&self, s: &Scalar) -> G {
+        let mut bytes = [0u8; 40];
+        bytes[..32].copy_from_slice(&s.to_bytes_le());
+        let half = 1u64 << (self.window - 1);
+        let mask = (1u64 << self.window) - 1;
+        let mut acc = G::identity();
+        let mut carry = 0u64;
+        for i in 0..self.windows {
+            let bit = i * self.window;
+            let word = u64::from_le_bytes(bytes[bit / 8..bit / 8 + 8].try_into().expect("8 bytes"));
+            let mut digit = ((word >> (bit % 8)) & mask) + carry;
+            // Signed digits in -2^(w-1)..=2^(w-1): a larger one is taken as digit - 2^w, with
+            // one carried into the next window.
+            let negative = digit > half;
+            if negative {
+                digit = mask + 1 - digit;
+            }
+            carry = u64::from(negative);
+            if digit > 0 {
+                let p = self.table[i * half as usize + (digit - 1) as usize];
+                if negative {
+                    acc -= p;
+                } else {
+                    acc += p;
+                }
+            }
+        }
+        debug_assert_eq!(carry, 0);
+        acc
+    }
 }
 
 /// `L_i(tau)` for `i < count` over the domain of size `m` generated by `omega`.
@@ -391,14 +639,107 @@ fn par_chunked<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> Vec<T> +
         .collect()
 }
 
-fn normalize_g1(p: &[G1Projective]) -> Vec<G1Affine> {
-    let mut out = vec![G1Affine::identity(); p.len()];
-    G1Projective::batch_normalize(p, &mut out);
+fn normalize<G: Curve>(p: &[G]) -> Vec<G::AffineRepr>
+where
+    G::AffineRepr: Default + Copy,
+{
+    let mut out = vec![G::AffineRepr::default(); p.len()];
+    G::batch_normalize(p, &mut out);
     out
 }
 
-fn normalize_g2(p: &[G2Projective]) -> Vec<G2Affine> {
-    let mut out = vec![G2Affine::identity(); p.len()];
-    G2Projective::batch_normalize(p, &mut out);
-    out
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_base_products_match_plain_multiplication() {
+        let mut rng = rand::thread_rng();
+        let g1 = G1Projective::random(&mut rng);
+        let g2 = G2Projective::random(&mut rng);
+        // Edge scalars: zero, one, -1 (all windows full), 2^k - 1 and 2^k patterns.
+        let mut scalars = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE];
+        for k in [1u64, 15, 16, 17, 31, 32, 63, 64] {
+            scalars.push(Scalar::from(1u64 << (k % 64)));
+            scalars.push(Scalar::from(u64::MAX >> (64 - k)));
+        }
+        scalars.extend((0..16).map(|_| Scalar::random(&mut rng)));
+        for window in [2, 3, 5, 8, 13, 16] {
+            let t1 = FixedBase::with_window(g1, window);
+            // (G2 tables of 16-bit windows take seconds to build: G1 covers that width.)
+            let t2 = FixedBase::with_window(g2, window.min(13));
+            for s in &scalars {
+                assert_eq!(t1.mul(s), g1 * s, "G1, window {window}, scalar {s:?}");
+                assert_eq!(t2.mul(s), g2 * s, "G2, window {window}, scalar {s:?}");
+            }
+            // Negative twin: the table of another base gives another product.
+            let other = FixedBase::with_window(g1.double(), window);
+            assert_ne!(other.mul(&scalars[5]), g1 * scalars[5]);
+        }
+    }
+
+    #[derive(Clone)]
+    struct Cube {
+        x: u64,
+        dangling: bool,
+    }
+
+    impl Circuit<Scalar> for Cube {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> std::result::Result<(), SynthesisError> {
+            let x = Scalar::from(self.x);
+            let xv = cs.alloc(|| "x", || Ok(x))?;
+            let x2 = cs.alloc(|| "x2", || Ok(x * x))?;
+            let out = cs.alloc_input(|| "x3", || Ok(x * x * x))?;
+            cs.enforce(|| "x2", |lc| lc + xv, |lc| lc + xv, |lc| lc + x2);
+            cs.enforce(|| "x3", |lc| lc + x2, |lc| lc + xv, |lc| lc + out);
+            if self.dangling {
+                cs.alloc(|| "unused", || Ok(Scalar::ONE))?;
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn streamed_file_equals_the_parameters_in_memory() {
+        let dir = std::env::temp_dir().join(format!("proofline-gen-{}", rand::random::<u64>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cube.params");
+        let trapdoor = Trapdoor::random(&mut rand::thread_rng());
+        let c = Cube {
+            x: 3,
+            dangling: false,
+        };
+        let vk = write_parameters_with_progress(c.clone(), &trapdoor, &path, &()).unwrap();
+        let params = generate_parameters(c.clone(), &trapdoor).unwrap();
+        assert_eq!(vk, params.vk);
+        let mut bytes = Vec::new();
+        params.write(&mut bytes).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        // Negative twin: another trapdoor writes another file.
+        let other = Trapdoor::random(&mut rand::thread_rng());
+        write_parameters_with_progress(c, &other, &path, &()).unwrap();
+        assert_ne!(std::fs::read(&path).unwrap(), bytes);
+        // An unconstrained variable is refused and leaves no file behind.
+        let bad = dir.join("bad.params");
+        let err = write_parameters_with_progress(
+            Cube {
+                x: 3,
+                dangling: true,
+            },
+            &trapdoor,
+            &bad,
+            &(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("unconstrained"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("cube.params")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -35,7 +35,7 @@ pub use engine::{Config, Engine, EngineStats, JobHandle, ReleasePolicy};
 pub use error::{Error, PointError, Result};
 pub use generator::{
     generate_parameters, generate_parameters_with_progress, generate_random_parameters,
-    generate_seeded_parameters, GenProgress, Trapdoor,
+    generate_seeded_parameters, write_parameters_with_progress, GenProgress, Trapdoor,
 };
 pub use params::{Parameters, VerifyingKey};
 pub use proof::Proof;

@@ -129,26 +129,7 @@ impl Parameters {
     /// Writes the parameters to a file, through a temporary file renamed into place (so that a
     /// reader never sees half a file, and concurrent writers of the same file do not collide).
     pub fn write_file(&self, path: &Path) -> Result<()> {
-        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let unique = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let name = path
-            .file_name()
-            .map_or_else(Default::default, |n| n.to_os_string());
-        let mut tmp_name = name;
-        tmp_name.push(format!(".{}.{unique}.tmp", std::process::id()));
-        let tmp = path.with_file_name(tmp_name);
-        let ctx = |what: &str| format!("{what} {}", tmp.display());
-        let file = std::fs::File::create(&tmp).map_err(|e| Error::io(ctx("creating"), e))?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-        self.write(&mut w)?;
-        let file = w
-            .into_inner()
-            .map_err(|e| Error::io(ctx("flushing"), e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(ctx("syncing"), e))?;
-        std::fs::rename(&tmp, path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::io(format!("renaming into {}", path.display()), e)
-        })
+        write_atomically(path, |w| self.write(w))
     }
 
     /// Reads parameters from a stream, decoding points in parallel chunks.
@@ -227,4 +208,37 @@ impl Parameters {
             * g1
             + self.b_g2.capacity() * std::mem::size_of::<G2Affine>()
     }
+}
+
+/// Writes a file through a buffered temporary file in the same folder, synced and renamed into
+/// place, so that a reader never sees half a file and concurrent writers of the same file do not
+/// collide; the temporary file is removed on error.
+pub(crate) fn write_atomically<T>(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<T>,
+) -> Result<T> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let unique = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_os_string());
+    let mut tmp_name = name;
+    tmp_name.push(format!(".{}.{unique}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let ctx = |what: &str| format!("{what} {}", tmp.display());
+    let file = std::fs::File::create(&tmp).map_err(|e| Error::io(ctx("creating"), e))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    let finish = |w: std::io::BufWriter<std::fs::File>| -> Result<()> {
+        let file = w
+            .into_inner()
+            .map_err(|e| Error::io(ctx("flushing"), e.into_error()))?;
+        file.sync_all().map_err(|e| Error::io(ctx("syncing"), e))?;
+        std::fs::rename(&tmp, path)
+            .map_err(|e| Error::io(format!("renaming into {}", path.display()), e))
+    };
+    let result = write(&mut w).and_then(|t| finish(w).map(|()| t));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
