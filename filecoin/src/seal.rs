@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use filecoin_proofs::{
     add_piece, generate_piece_commitment, seal_pre_commit_phase1, seal_pre_commit_phase2,
-    Commitment, PaddedBytesAmount, PoRepConfig, PrivateReplicaInfo, ProverId, PublicReplicaInfo,
-    UnpaddedBytesAmount,
+    Commitment, PaddedBytesAmount, PieceInfo, PoRepConfig, PrivateReplicaInfo, ProverId,
+    PublicReplicaInfo, UnpaddedBytesAmount,
 };
 use rand::{Rng, RngCore};
 use storage_proofs_core::api_version::ApiVersion;
@@ -34,6 +34,12 @@ pub struct SealedSector {
     pub replica: PathBuf,
     /// The cache folder (tree_r_last and the rest).
     pub cache: PathBuf,
+    /// comm_d.
+    pub comm_d: Commitment,
+    /// The ticket it was sealed with.
+    pub ticket: [u8; 32],
+    /// Its one piece.
+    pub pieces: Vec<PieceInfo>,
 }
 
 impl SealedSector {
@@ -50,7 +56,8 @@ impl SealedSector {
     }
 }
 
-/// Seals a sector of random data of `sector_size` bytes into `dir` (pre-commit phases 1 and 2).
+/// Seals a sector of random data of `sector_size` bytes into `dir` (pre-commit phases 1 and 2),
+/// with [`POREP_ID`].
 pub fn seal_random_sector<Tree: 'static + MerkleTreeTrait>(
     dir: &Path,
     sector_size: u64,
@@ -58,6 +65,17 @@ pub fn seal_random_sector<Tree: 'static + MerkleTreeTrait>(
     rng: &mut impl RngCore,
 ) -> Result<SealedSector> {
     let config = PoRepConfig::new_groth16(sector_size, POREP_ID, ApiVersion::V1_1_0);
+    seal_sector::<Tree>(&config, dir, prover_id, rng)
+}
+
+/// Seals a sector of random data into `dir` under `config` (pre-commit phases 1 and 2).
+pub fn seal_sector<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+    dir: &Path,
+    prover_id: ProverId,
+    rng: &mut impl RngCore,
+) -> Result<SealedSector> {
+    let sector_size = u64::from(config.sector_size);
     let sector_id = SectorId::from(rng.gen::<u64>());
     let sector_dir = dir.join(format!("sector-{}", u64::from(sector_id)));
     let cache = sector_dir.join("cache");
@@ -78,20 +96,23 @@ pub fn seal_random_sector<Tree: 'static + MerkleTreeTrait>(
     std::fs::File::create(&replica)?;
     let ticket: [u8; 32] = rng.gen();
     let phase1 = seal_pre_commit_phase1::<_, _, _, Tree>(
-        &config,
+        config,
         &cache,
         &staged,
         &replica,
         prover_id,
         sector_id,
         ticket,
-        &[piece_info],
+        std::slice::from_ref(&piece_info),
     )?;
-    let pre_commit = seal_pre_commit_phase2(&config, phase1, &cache, &replica)?;
+    let pre_commit = seal_pre_commit_phase2(config, phase1, &cache, &replica)?;
     Ok(SealedSector {
         sector_id,
         comm_r: pre_commit.comm_r,
         replica,
         cache,
+        comm_d: pre_commit.comm_d,
+        ticket,
+        pieces: vec![piece_info],
     })
 }

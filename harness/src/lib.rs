@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod filecoin;
 pub mod params_cache;
 pub mod point;
 pub mod report;

@@ -3,14 +3,22 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use harness::config::{parse_mem_budget, BackendKind, MemBudget, Release, RunConfig};
-use harness::point::run_point;
+use harness::filecoin::Job;
+use harness::params_cache::Bar;
+use harness::point::{prepare, run_jobs, run_point, Prepared};
 use harness::report::{timeline_csv, utc_now, SweepConfig};
 use harness::sweep::{run_sweep, summary, KILL_HOOK_ENV};
 use harness::units::{parse_pw_list, parse_size};
 use harness::workloads::Workload;
+use harness::workloads::WorkloadCircuit;
+use proofline_filecoin::{cached_parameters, porep, Tree2KiB};
 use prover_core::ledger::{human_bytes, BufferKind, Stage};
+use prover_core::PointCheck;
+use std::path::Path;
+use std::time::Instant;
 
 #[derive(Parser)]
 #[command(
@@ -75,7 +83,12 @@ impl RunArgs {
             backend: self.backend,
             circuit: self.circuit,
             log2_constraints: self.log2_constraints,
-            partitions: self.partitions,
+            // Filecoin's 2KiB circuits have one partition per sector.
+            partitions: if self.circuit.is_filecoin() {
+                1
+            } else {
+                self.partitions
+            },
             jobs: self.jobs,
             release: self.release,
             queue_depth: self.queue_depth,
@@ -96,6 +109,49 @@ struct PwList(Vec<usize>);
 
 fn parse_pws(s: &str) -> Result<PwList, String> {
     parse_pw_list(s).map(PwList)
+}
+
+#[derive(Args)]
+struct C2Args {
+    /// The C1 output (JSON).
+    #[arg(long)]
+    c1: PathBuf,
+    /// Where to write the proof (the partitions' 192-byte proofs, concatenated: the bytes
+    /// verify_seal takes).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Sector size (needed for a raw C1 output; the wrapper names its registered proof).
+    #[arg(long = "sector-size", value_parser = parse_size)]
+    sector_size: Option<u64>,
+    /// Sector number, for verify_seal (default: sector.json next to the C1 file).
+    #[arg(long = "sector-id")]
+    sector_id: Option<u64>,
+    /// Prover (miner) id as 64 hex digits, for verify_seal (default: sector.json).
+    #[arg(long = "prover-id")]
+    prover_id: Option<String>,
+    /// Synthesis workers.
+    #[arg(long, default_value_t = 1)]
+    pw: usize,
+    /// Check every parameter point (curve and subgroup) when reading a parameter file found on
+    /// disk (slow on large files; downloaded files were checked by digest when fetched).
+    #[arg(long = "check-params")]
+    check_params: bool,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand)]
+enum FilecoinCmd {
+    /// Seal a sector of random data through C1 (filecoin-proofs) and write the C1 output in both
+    /// forms: c1.json (filecoin-proofs-api wrapper), c1-raw.json, and sector.json.
+    Seal {
+        /// 2KiB, 8MiB or 512MiB.
+        #[arg(long = "sector-size", value_parser = parse_size)]
+        sector_size: u64,
+        /// Output folder.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -122,6 +178,14 @@ enum Cmd {
         pw: usize,
         #[command(flatten)]
         run: RunArgs,
+    },
+    /// Prove a PoRep C2 from a C1 output (filecoin-proofs-api's JSON, as Lotus and Curio write
+    /// it, or filecoin-proofs' raw JSON) through the engine; check it with verify_seal.
+    C2(C2Args),
+    /// Filecoin sectors for C2 (sealing through C1 with filecoin-proofs).
+    Filecoin {
+        #[command(subcommand)]
+        cmd: FilecoinCmd,
     },
     /// Draw report.svg again from a sweep folder (results.json and the timelines).
     Report {
@@ -183,16 +247,6 @@ fn print_peaks<'a>(
     }
 }
 
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(x) = src {
-        s.push_str(&format!(": {x}"));
-        src = x.source();
-    }
-    s
-}
-
 fn run(cmd: Cmd) -> Result<(), String> {
     match cmd {
         Cmd::Sweep {
@@ -236,7 +290,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
                     unsafe { libc::raise(libc::SIGKILL) };
                 }
             };
-            let outcome = run_point(&cfg, pw, &mut progress).map_err(|e| chain(&e))?;
+            let outcome = run_point(&cfg, pw, &mut progress).map_err(|e| format!("{e:#}"))?;
             std::fs::write(&timeline, timeline_csv(&outcome.timeline))
                 .map_err(|e| format!("writing {}: {e}", timeline.display()))?;
             let json = serde_json::to_string_pretty(&outcome.result).map_err(|e| e.to_string())?;
@@ -244,69 +298,238 @@ fn run(cmd: Cmd) -> Result<(), String> {
         }
         Cmd::Prove { pw, run } => {
             let cfg = run.resolve();
-            cfg.validate()?;
             let spec = cfg.workload();
-            let (_, cached) = harness::params_cache::load_or_generate(&cfg.params_dir, &spec, true)
-                .map_err(|e| chain(&e))?;
+            let prepared = prepare(&cfg, true).map_err(|e| format!("{e:#}"))?;
             println!(
-                "workload {} (2^{} target, {} per partition), {} jobs x {} partitions, pw {pw}, release {}; parameters {}",
+                "workload {} ({}), {} jobs x {} partitions, pw {pw}, release {}; parameters in {:.1} s",
                 cfg.circuit.name(),
-                cfg.log2_constraints,
-                spec.cache_key(),
-                cfg.jobs,
-                cfg.partitions,
+                if cfg.circuit.is_filecoin() {
+                    "Filecoin, 2KiB sectors".to_string()
+                } else {
+                    format!("2^{} target, {} per partition", cfg.log2_constraints, spec.cache_key())
+                },
+                prepared.jobs.len(),
+                prepared.jobs.first().map_or(0, |j| j.circuits.len()),
                 cfg.release.name(),
-                if cached { "from the cache" } else { "generated" }
+                prepared.params_load_seconds,
             );
-            let o = run_point(&cfg, pw, &mut |_, _| {}).map_err(|e| chain(&e))?;
+            let (o, _) =
+                run_jobs(&cfg, pw, prepared, &mut |_, _| {}).map_err(|e| format!("{e:#}"))?;
+            print_outcome(&o);
             let r = &o.result;
-            let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
-            println!(
-                "wall {} s: {} s per proof, {} s per partition, {} proofs/min; parameters loaded in {} s",
-                f(r.wall_seconds),
-                f(r.seconds_per_proof),
-                f(r.seconds_per_partition),
-                f(r.proofs_per_minute),
-                f(r.params_load_seconds)
-            );
-            println!(
+            if r.proofs_failed > 0 {
+                return Err("some proofs failed".into());
+            }
+            Ok(())
+        }
+        Cmd::C2(args) => c2(args),
+        Cmd::Filecoin {
+            cmd: FilecoinCmd::Seal { sector_size, out },
+        } => seal(sector_size, &out),
+    }
+}
+
+/// Prints a run's figures: times, stage times, ledger peaks, memory, verification.
+fn print_outcome(o: &harness::point::PointOutcome) {
+    let r = &o.result;
+    let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
+    println!(
+        "wall {} s: {} s per proof, {} s per partition, {} proofs/min; parameters loaded in {} s",
+        f(r.wall_seconds),
+        f(r.seconds_per_proof),
+        f(r.seconds_per_partition),
+        f(r.proofs_per_minute),
+        f(r.params_load_seconds)
+    );
+    println!(
                 "stage time summed over partitions: synthesis {:.3} s, accelerator {:.3} s, finalize {:.3} s; accelerator busy {:.0}%",
                 o.stats.synthesis_seconds,
                 o.stats.accelerator_seconds,
                 o.stats.finalize_seconds,
                 100.0 * o.stats.mean_accelerator_busy()
             );
-            print_peaks(
-                "stage peaks (partitions / bytes):",
-                Stage::ALL.iter().map(|s| s.name()),
-                &r.stage_peaks,
-            );
-            print_peaks(
-                "buffer peaks (buffers / bytes):",
-                BufferKind::ALL.iter().map(|k| k.name()),
-                &r.buffer_peaks,
-            );
-            let b = |v: Option<u64>| v.map_or("-".into(), human_bytes);
-            println!(
-                "memory: ledger peak {}, peak RSS {}, baseline RSS {} (parameters loaded)",
-                b(r.ledger_peak_bytes),
-                b(r.peak_rss_bytes),
-                b(r.baseline_rss_bytes)
-            );
-            println!(
-                "verified: {}/{} jobs, {} partitions{}",
-                r.proofs_verified,
-                r.proofs_verified + r.proofs_failed,
-                r.partitions_verified,
-                r.error
-                    .as_ref()
-                    .map(|e| format!("; first error: {e}"))
-                    .unwrap_or_default()
-            );
-            if r.proofs_failed > 0 {
-                return Err("some proofs failed".into());
+    print_peaks(
+        "stage peaks (partitions / bytes):",
+        Stage::ALL.iter().map(|s| s.name()),
+        &r.stage_peaks,
+    );
+    print_peaks(
+        "buffer peaks (buffers / bytes):",
+        BufferKind::ALL.iter().map(|k| k.name()),
+        &r.buffer_peaks,
+    );
+    let b = |v: Option<u64>| v.map_or("-".into(), human_bytes);
+    println!(
+        "memory: ledger peak {}, peak RSS {}, baseline RSS {} (parameters loaded)",
+        b(r.ledger_peak_bytes),
+        b(r.peak_rss_bytes),
+        b(r.baseline_rss_bytes)
+    );
+    println!(
+        "verified: {}/{} jobs, {} partitions{}",
+        r.proofs_verified,
+        r.proofs_verified + r.proofs_failed,
+        r.partitions_verified,
+        r.error
+            .as_ref()
+            .map(|e| format!("; first error: {e}"))
+            .unwrap_or_default()
+    );
+}
+
+/// `proofline filecoin seal`.
+fn seal(sector_size: u64, out: &Path) -> Result<(), String> {
+    let run = || -> anyhow::Result<()> {
+        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+        let t = Instant::now();
+        let sectors = out.join("sector");
+        let sealed = porep::seal_c1(sector_size, &sectors, &mut rand::thread_rng())?;
+        let seconds = t.elapsed().as_secs_f64();
+        let write = |name: &str, bytes: Vec<u8>| -> anyhow::Result<PathBuf> {
+            let path = out.join(name);
+            std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+            Ok(path)
+        };
+        let wrapped = write("c1.json", serde_json::to_vec(&sealed.output)?)?;
+        let raw = write(
+            "c1-raw.json",
+            serde_json::to_vec(&porep::raw_c1(&sealed.output)?)?,
+        )?;
+        let info = write("sector.json", serde_json::to_vec_pretty(&sealed.info)?)?;
+        println!(
+            "sealed a {} sector ({:?}, sector {}) through C1 in {seconds:.1} s",
+            human_bytes(sector_size),
+            sealed.info.registered_proof,
+            sealed.info.sector_id
+        );
+        println!(
+            "  {}  C1 output, filecoin-proofs-api wrapper (as Lotus and Curio hand it)",
+            wrapped.display()
+        );
+        println!(
+            "  {}  C1 output, filecoin-proofs' raw struct",
+            raw.display()
+        );
+        println!(
+            "  {}  sector number, prover id, commitments (for verify_seal)",
+            info.display()
+        );
+        println!("  {}  the sealed replica and its cache", sectors.display());
+        Ok(())
+    };
+    run().map_err(|e| format!("{e:#}"))
+}
+
+/// `proofline c2`.
+fn c2(args: C2Args) -> Result<(), String> {
+    let run = || -> anyhow::Result<()> {
+        let (config, c1) = match porep::read_c1(&args.c1)? {
+            porep::C1File::Wrapped(w) => {
+                if let Some(size) = args.sector_size {
+                    anyhow::ensure!(
+                        size == u64::from(w.registered_proof.sector_size()),
+                        "--sector-size {size} disagrees with the C1 output's {:?}",
+                        w.registered_proof
+                    );
+                }
+                let config = w.registered_proof.as_v1_config();
+                (config, porep::raw_c1(&w).context(
+                    "C2 of 32GiB and 64GiB sectors is not wired into the harness yet (the library                      dispatches every shape: porep::with_shape)",
+                )?)
             }
-            Ok(())
+            porep::C1File::Raw(raw) => {
+                let size = args
+                    .sector_size
+                    .context("a raw C1 output does not say its sector size: pass --sector-size")?;
+                (porep::registered_proof(size)?.as_v1_config(), *raw)
+            }
+        };
+        let sector_json = args.c1.with_file_name("sector.json");
+        let info: Option<porep::SectorInfo> = if sector_json.exists() {
+            Some(
+                serde_json::from_slice(&std::fs::read(&sector_json)?)
+                    .with_context(|| format!("reading {}", sector_json.display()))?,
+            )
+        } else {
+            None
+        };
+        let sector_id = match (args.sector_id, &info) {
+            (Some(id), _) => id,
+            (None, Some(i)) => i.sector_id,
+            (None, None) => anyhow::bail!(
+                "verify_seal needs the sector number and prover id: pass --sector-id and                  --prover-id, or keep the sector.json that `proofline filecoin seal` wrote next to                  the C1 file"
+            ),
+        };
+        let prover_id = match (&args.prover_id, &info) {
+            (Some(hex), _) => porep::parse_hex32(hex).context("--prover-id")?,
+            (None, Some(i)) => i.prover_id()?,
+            (None, None) => anyhow::bail!("pass --prover-id (32 bytes in hex)"),
+        };
+        let circuits = porep::porep_circuits::<Tree2KiB>(&config, &c1)?;
+        let partitions = circuits.len();
+        println!(
+            "C2 of sector {sector_id} ({} bytes, {partitions} partitions) from {}",
+            u64::from(config.sector_size),
+            args.c1.display()
+        );
+        let t = Instant::now();
+        let bar = Bar::new("porep", true);
+        let cached = cached_parameters(
+            &porep::cache_id::<Tree2KiB>(&config)?,
+            || porep::blank_circuit::<Tree2KiB>(&config),
+            if args.check_params {
+                PointCheck::Checked
+            } else {
+                PointCheck::Unchecked
+            },
+            &bar,
+        )?;
+        bar.finish(format!("{}", cached.path.display()));
+        println!(
+            "parameters {} ({}): {} in {:.1} s, read in {:.1} s",
+            cached.path.display(),
+            human_bytes(cached.params.heap_bytes() as u64),
+            if cached.generated {
+                "generated by proofline"
+            } else {
+                "found"
+            },
+            cached.generate_seconds,
+            cached.read_seconds
+        );
+        let params_load_seconds = t.elapsed().as_secs_f64();
+        let (circuits, inputs) = circuits
+            .into_iter()
+            .map(|(c, x)| (WorkloadCircuit::Porep(Box::new(c)), x))
+            .unzip();
+        let cfg = RunConfig {
+            circuit: Workload::Porep2k,
+            partitions,
+            jobs: 1,
+            ..args.run.resolve()
+        };
+        let prepared = Prepared {
+            params: cached.params,
+            params_load_seconds,
+            jobs: vec![Job { circuits, inputs }],
+        };
+        let (o, mut proofs) = run_jobs(&cfg, args.pw, prepared, &mut |_, _| {})?;
+        print_outcome(&o);
+        let proofs = proofs.pop().context("one job")??;
+        let bytes: Vec<u8> = proofs.iter().flat_map(|p| p.to_bytes()).collect();
+        if let Some(out) = &args.out {
+            std::fs::write(out, &bytes).with_context(|| format!("writing {}", out.display()))?;
+            println!("proof ({} bytes) written to {}", bytes.len(), out.display());
         }
-    }
+        let t = Instant::now();
+        let ok = porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &bytes)?;
+        println!(
+            "filecoin-proofs verify_seal: {} ({:.3} s)",
+            if ok { "accepted" } else { "REJECTED" },
+            t.elapsed().as_secs_f64()
+        );
+        anyhow::ensure!(ok, "verify_seal rejected the proof");
+        Ok(())
+    };
+    run().map_err(|e| format!("{e:#}"))
 }

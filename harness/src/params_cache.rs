@@ -9,9 +9,38 @@ use rand::SeedableRng;
 
 use crate::workloads::WorkloadSpec;
 
-struct Bar {
+/// A progress bar for parameter generation (hidden when not enabled).
+pub struct Bar {
     bar: ProgressBar,
     done: AtomicU64,
+}
+
+impl Bar {
+    /// A bar titled `parameters <name>` on stderr, or a hidden one.
+    pub fn new(name: &str, enabled: bool) -> Self {
+        let bar = if enabled {
+            ProgressBar::new(0)
+        } else {
+            ProgressBar::hidden()
+        };
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} points ({eta}) {msg}",
+            )
+            .expect("a valid template"),
+        );
+        bar.set_prefix(format!("parameters {name}"));
+        bar.set_message("synthesizing the circuit");
+        Bar {
+            bar,
+            done: AtomicU64::new(0),
+        }
+    }
+
+    /// Ends the bar with a message.
+    pub fn finish(&self, msg: String) {
+        self.bar.finish_with_message(msg);
+    }
 }
 
 impl GenProgress for Bar {
@@ -46,23 +75,7 @@ pub fn load_or_generate(
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| prover_core::Error::io(format!("creating {}", dir.display()), e))?;
-    let bar = if progress {
-        ProgressBar::new(0)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} points ({eta}) {msg}",
-        )
-        .expect("a valid template"),
-    );
-    bar.set_prefix(format!("parameters {}", spec.cache_key()));
-    bar.set_message("synthesizing the circuit");
-    let reporter = Bar {
-        bar,
-        done: AtomicU64::new(0),
-    };
+    let reporter = Bar::new(&spec.cache_key(), progress);
     let seed = spec
         .cache_key()
         .bytes()
@@ -73,8 +86,6 @@ pub fn load_or_generate(
     // Streamed to the file, then read back: the generator never holds the whole parameter set
     // next to its own working memory.
     write_parameters_with_progress(spec.shape(), &trapdoor, &path, &reporter)?;
-    reporter
-        .bar
-        .finish_with_message(format!("written to {}", path.display()));
+    reporter.finish(format!("written to {}", path.display()));
     Ok((Parameters::read_file(&path, PointCheck::Unchecked)?, false))
 }

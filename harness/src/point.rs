@@ -10,12 +10,13 @@ use prover_core::ledger::{BufferKind, Stage};
 use prover_core::sampler::{current_rss, peak_rss, Sample, Sampler};
 use prover_core::{
     prepare_verifying_key, verify_proof, verify_proofs_batch, Config, CpuSynthesizer, Engine,
-    Error, GpuBackend,
+    Error, GpuBackend, Parameters, Proof,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::config::{MemBudget, RunConfig};
-use crate::params_cache::load_or_generate;
+use crate::filecoin::Job;
+use crate::params_cache::{load_or_generate, Bar};
 
 /// A count and bytes (peaks in reports).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,21 +123,75 @@ pub struct PointOutcome {
     pub ledger: prover_core::ledger::Snapshot,
 }
 
+/// What a run proves: the parameters and the jobs.
+pub struct Prepared {
+    /// The parameters.
+    pub params: Parameters,
+    /// Seconds to load (or generate) them.
+    pub params_load_seconds: f64,
+    /// The jobs.
+    pub jobs: Vec<Job>,
+}
+
+/// The workload's parameters and jobs (Filecoin workloads seal their sectors here). A
+/// generation progress bar is drawn when `progress` is set.
+pub fn prepare(cfg: &RunConfig, progress: bool) -> anyhow::Result<Prepared> {
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    let spec = cfg.workload();
+    let t = Instant::now();
+    if cfg.circuit.is_filecoin() {
+        let bar = Bar::new(cfg.circuit.name(), progress);
+        let cached = crate::filecoin::parameters(cfg.circuit, &bar)?;
+        bar.finish(format!("{}", cached.path.display()));
+        let params_load_seconds = t.elapsed().as_secs_f64();
+        let jobs = crate::filecoin::jobs(cfg.circuit, cfg.jobs)?;
+        return Ok(Prepared {
+            params: cached.params,
+            params_load_seconds,
+            jobs,
+        });
+    }
+    let (params, _) = load_or_generate(&cfg.params_dir, &spec, progress)?;
+    let params_load_seconds = t.elapsed().as_secs_f64();
+    let jobs = (0..cfg.jobs)
+        .map(|j| {
+            let (circuits, inputs) = (0..cfg.partitions).map(|p| spec.partition(j, p)).unzip();
+            Job { circuits, inputs }
+        })
+        .collect();
+    Ok(Prepared {
+        params,
+        params_load_seconds,
+        jobs,
+    })
+}
+
 /// Runs the workload at `pw` in this process. `progress(done, total)` is called with settled
 /// partitions while the jobs run.
 pub fn run_point(
     cfg: &RunConfig,
     pw: usize,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<PointOutcome, Error> {
-    cfg.validate().map_err(|detail| Error::Malformed {
-        what: "run options",
-        detail,
-    })?;
-    let spec = cfg.workload();
-    let t = Instant::now();
-    let (params, _) = load_or_generate(&cfg.params_dir, &spec, false)?;
-    let params_load_seconds = t.elapsed().as_secs_f64();
+) -> anyhow::Result<PointOutcome> {
+    let prepared = prepare(cfg, false)?;
+    Ok(run_jobs(cfg, pw, prepared, progress)?.0)
+}
+
+/// A job's partition proofs, or why it failed.
+pub type JobResult = Result<Vec<Proof>, Error>;
+
+/// Proves prepared jobs at `pw`, measured; also returns each job's proofs (or its error).
+pub fn run_jobs(
+    cfg: &RunConfig,
+    pw: usize,
+    prepared: Prepared,
+    progress: &mut dyn FnMut(u64, u64),
+) -> anyhow::Result<(PointOutcome, Vec<JobResult>)> {
+    let Prepared {
+        params,
+        params_load_seconds,
+        jobs,
+    } = prepared;
     let backend: Arc<dyn GpuBackend> = Arc::new(CpuBackend);
     let prepared = backend.prepare(Arc::new(params))?;
     let pvk = prepare_verifying_key(&prepared.params().vk);
@@ -161,16 +216,15 @@ pub fn run_point(
         Duration::from_millis(cfg.sample_ms.max(1)),
     );
 
-    let total = (cfg.jobs * cfg.partitions) as u64;
-    let mut inputs = Vec::with_capacity(cfg.jobs);
+    let total = jobs.iter().map(|j| j.circuits.len() as u64).sum::<u64>();
+    let n_jobs = jobs.len();
+    let mut inputs = Vec::with_capacity(n_jobs);
     let start = Instant::now();
-    let mut handles = Vec::with_capacity(cfg.jobs);
+    let mut handles = Vec::with_capacity(n_jobs);
     let mut rng = rand::thread_rng();
-    for j in 0..cfg.jobs {
-        let (circuits, xs): (Vec<_>, Vec<_>) =
-            (0..cfg.partitions).map(|p| spec.partition(j, p)).unzip();
-        inputs.push(xs);
-        handles.push(engine.submit(&prepared, circuits, &mut rng)?);
+    for job in jobs {
+        inputs.push(job.inputs);
+        handles.push(engine.submit(&prepared, job.circuits, &mut rng)?);
     }
     // Jobs are awaited on their own thread, which stamps the end of the last one; this thread
     // reports progress meanwhile.
@@ -198,10 +252,10 @@ pub fn run_point(
     let mut proofs_failed = 0;
     let mut partitions_verified = 0;
     let mut first_error = None;
-    for (r, xs) in results.into_iter().zip(&inputs) {
+    for (r, xs) in results.iter().zip(&inputs) {
         match r {
             Ok(proofs) => {
-                let ok_each: Vec<bool> = if verify_proofs_batch(&pvk, &proofs, xs, &mut rng)? {
+                let ok_each: Vec<bool> = if verify_proofs_batch(&pvk, proofs, xs, &mut rng)? {
                     vec![true; proofs.len()]
                 } else {
                     proofs
@@ -224,7 +278,7 @@ pub fn run_point(
             }
         }
     }
-    let jobs = cfg.jobs as f64;
+    let jobs = n_jobs as f64;
     let stage_peaks = peaks(Stage::ALL.iter().map(|s| (s.name(), snap.stage(*s))));
     let buffer_peaks = peaks(BufferKind::ALL.iter().map(|k| (k.name(), snap.kind(*k))));
     let result = PointResult {
@@ -247,10 +301,13 @@ pub fn run_point(
         stage_peaks,
         buffer_peaks,
     };
-    Ok(PointOutcome {
-        result,
-        timeline,
-        stats,
-        ledger: snap,
-    })
+    Ok((
+        PointOutcome {
+            result,
+            timeline,
+            stats,
+            ledger: snap,
+        },
+        results,
+    ))
 }

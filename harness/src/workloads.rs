@@ -40,6 +40,19 @@ pub enum Workload {
     Merkle,
     /// SHA-256 blocks.
     Sha256,
+    /// Filecoin PoRep C2 of a 2KiB sector (one partition, 2.7M constraints): real sectors sealed
+    /// through C1 by filecoin-proofs.
+    #[value(name = "porep-2k")]
+    #[serde(rename = "porep-2k")]
+    Porep2k,
+    /// Filecoin WinningPoSt over a 2KiB sector (one partition).
+    #[value(name = "winning-post-2k")]
+    #[serde(rename = "winning-post-2k")]
+    WinningPost2k,
+    /// Filecoin WindowPoSt over a 2KiB sector (one partition).
+    #[value(name = "window-post-2k")]
+    #[serde(rename = "window-post-2k")]
+    WindowPost2k,
 }
 
 impl Workload {
@@ -49,7 +62,19 @@ impl Workload {
             Workload::Dense => "dense",
             Workload::Merkle => "merkle",
             Workload::Sha256 => "sha256",
+            Workload::Porep2k => "porep-2k",
+            Workload::WinningPost2k => "winning-post-2k",
+            Workload::WindowPost2k => "window-post-2k",
         }
+    }
+
+    /// Whether this is one of Filecoin's circuits (fixed size and partition count; a job is one
+    /// sector's proof).
+    pub fn is_filecoin(self) -> bool {
+        matches!(
+            self,
+            Workload::Porep2k | Workload::WinningPost2k | Workload::WindowPost2k
+        )
     }
 }
 
@@ -68,6 +93,7 @@ impl WorkloadSpec {
         let target = 1usize << self.log2;
         match self.kind {
             Workload::Dense => 1,
+            Workload::Porep2k | Workload::WinningPost2k | Workload::WindowPost2k => 1,
             Workload::Merkle => (target / MERKLE_CHALLENGE_CONSTRAINTS).max(1),
             Workload::Sha256 => (target / SHA256_BLOCK_CONSTRAINTS).saturating_sub(1).max(1),
         }
@@ -79,12 +105,17 @@ impl WorkloadSpec {
             Workload::Dense => format!("dense-k{}-i{DENSE_INPUTS}-s{SHAPE_SEED:x}", self.log2),
             Workload::Merkle => format!("merkle-d{MERKLE_DEPTH}-c{}", self.units()),
             Workload::Sha256 => format!("sha256-b{}", self.units()),
+            filecoin => filecoin.name().to_string(),
         }
     }
 
-    /// The circuit without witness (for parameter generation).
+    /// The circuit without witness (for parameter generation). Filecoin workloads have theirs
+    /// in [`crate::filecoin`].
     pub fn shape(&self) -> WorkloadCircuit {
         match self.kind {
+            Workload::Porep2k | Workload::WinningPost2k | Workload::WindowPost2k => {
+                unreachable!("Filecoin workloads are built by crate::filecoin")
+            }
             Workload::Dense => WorkloadCircuit::Dense(DenseCircuit::with_domain(
                 self.log2,
                 DENSE_INPUTS,
@@ -125,12 +156,15 @@ impl WorkloadSpec {
                 let inputs = c.public_inputs();
                 (WorkloadCircuit::Sha256(c), inputs)
             }
+            WorkloadCircuit::Porep(_) | WorkloadCircuit::Post(_) => {
+                unreachable!("Filecoin workloads are built by crate::filecoin")
+            }
         }
     }
 }
 
 /// A circuit of any workload.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum WorkloadCircuit {
     /// `dense`.
     Dense(DenseCircuit),
@@ -138,6 +172,10 @@ pub enum WorkloadCircuit {
     Merkle(MerkleCircuit),
     /// `sha256`.
     Sha256(Sha256Circuit),
+    /// `porep-2k`.
+    Porep(Box<proofline_filecoin::porep::PorepCircuit<proofline_filecoin::Tree2KiB>>),
+    /// `winning-post-2k` and `window-post-2k`.
+    Post(Box<proofline_filecoin::PostCircuit<proofline_filecoin::Tree2KiB>>),
 }
 
 impl Circuit<Scalar> for WorkloadCircuit {
@@ -146,6 +184,8 @@ impl Circuit<Scalar> for WorkloadCircuit {
             WorkloadCircuit::Dense(c) => c.synthesize(cs),
             WorkloadCircuit::Merkle(c) => c.synthesize(cs),
             WorkloadCircuit::Sha256(c) => c.synthesize(cs),
+            WorkloadCircuit::Porep(c) => c.synthesize(cs),
+            WorkloadCircuit::Post(c) => c.synthesize(cs),
         }
     }
 }

@@ -6,6 +6,9 @@
 //! - `sweep`: the workload once per worker count, each in a fresh process (`--pw 10..15`);
 //!   results.json, results.csv, timelines and report.svg under `target/sweep/`.
 //! - `prove`: the workload at one worker count, with stage times and ledger peaks.
+//! - `filecoin seal`: a random sector sealed through C1 by filecoin-proofs (C1 output in both
+//!   forms, and sector.json).
+//! - `c2`: the PoRep C2 of a C1 output through the engine, checked by `verify_seal`.
 //!
 //! Only the CPU backend exists so far, so no backend feature is passed to the build; the GPU
 //! backends' features will be chosen from `--backend` when they arrive.
@@ -13,12 +16,12 @@
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask sweep [--pw 10..15] [options]   (cargo xtask sweep --help)\n       cargo xtask prove [--pw N] [options]     (cargo xtask prove --help)";
+const USAGE: &str = "usage: cargo xtask sweep [--pw 10..15] [options]   (cargo xtask sweep --help)\n       cargo xtask prove [--pw N] [options]     (cargo xtask prove --help)\n       cargo xtask filecoin seal --sector-size 2KiB --out DIR\n       cargo xtask c2 --c1 DIR/c1.json [--out proof.bin] (cargo xtask c2 --help)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("prove" | "sweep") => {}
+        Some("prove" | "sweep" | "c2" | "filecoin") => {}
         Some("-h" | "--help") | None => {
             eprintln!("{USAGE}");
             return if args.is_empty() {

@@ -1,0 +1,150 @@
+//! PoRep 2KiB side by side with filecoin-proofs / bellperson, one step per process so that each
+//! step's peak RSS is its own (`scripts/porep-bench.sh` runs them all and prints the table):
+//!
+//! ```sh
+//! porep_bench seal DIR                 # a sector through C1: DIR/c1.json, DIR/sector.json
+//! porep_bench params-proofline         # proofline's generator into FIL_PROOFS_PARAMETER_CACHE
+//! porep_bench params-bellperson        # filecoin-proofs' groth_params (bellperson) into it
+//! porep_bench c2-proofline DIR [PW]    # C2 through proofline's engine, verify_seal
+//! porep_bench c2-filecoin DIR          # filecoin-proofs' seal_commit_phase2 (verifies inside)
+//! ```
+//!
+//! Every step prints one line: `step <name> seconds <s> peak_rss_bytes <n> [detail]`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, ensure, Context, Result};
+use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, SECTOR_SIZE_2_KIB};
+use proofline_filecoin::porep::{self, SectorInfo};
+use proofline_filecoin::{cached_parameters, parameter_cache_dir, prove_circuits, Tree2KiB};
+use prover_core::sampler::peak_rss;
+use prover_core::{write_parameters_with_progress, PointCheck, Trapdoor};
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
+use storage_proofs_core::sector::SectorId;
+use storage_proofs_porep::stacked::StackedCompound;
+
+fn config() -> Result<PoRepConfig> {
+    Ok(porep::registered_proof(SECTOR_SIZE_2_KIB)?.as_v1_config())
+}
+
+fn report(step: &str, t: Instant, detail: String) {
+    println!(
+        "step {step} seconds {:.2} peak_rss_bytes {} {detail}",
+        t.elapsed().as_secs_f64(),
+        peak_rss().unwrap_or(0)
+    );
+}
+
+fn read_c1(
+    dir: &Path,
+) -> Result<(
+    PoRepConfig,
+    proofline_filecoin::filecoin_proofs::SealCommitPhase1Output<Tree2KiB>,
+    SectorInfo,
+)> {
+    let c1 = match porep::read_c1(&dir.join("c1.json"))? {
+        porep::C1File::Wrapped(w) => porep::raw_c1(&w)?,
+        porep::C1File::Raw(r) => *r,
+    };
+    let info: SectorInfo = serde_json::from_slice(&std::fs::read(dir.join("sector.json"))?)?;
+    Ok((config()?, c1, info))
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dir = || -> Result<PathBuf> { Ok(PathBuf::from(args.get(1).context("missing DIR")?)) };
+    let t = Instant::now();
+    match args.first().map(String::as_str) {
+        Some("seal") => {
+            let dir = dir()?;
+            std::fs::create_dir_all(&dir)?;
+            let sealed = porep::seal_c1(SECTOR_SIZE_2_KIB, &dir.join("sector"), &mut rand::thread_rng())?;
+            std::fs::write(dir.join("c1.json"), serde_json::to_vec(&sealed.output)?)?;
+            std::fs::write(dir.join("sector.json"), serde_json::to_vec_pretty(&sealed.info)?)?;
+            report("seal", t, format!("sector {}", sealed.info.sector_id));
+        }
+        Some("params-proofline") => {
+            let config = config()?;
+            let id = porep::cache_id::<Tree2KiB>(&config)?;
+            let cache = parameter_cache_dir();
+            std::fs::create_dir_all(&cache)?;
+            let path = cache.join(parameter_id(&id));
+            ensure!(!path.exists(), "{} exists: use an empty cache", path.display());
+            let vk = write_parameters_with_progress(
+                porep::blank_circuit::<Tree2KiB>(&config)?,
+                &Trapdoor::random(&mut rand::rngs::OsRng),
+                &path,
+                &(),
+            )?;
+            std::fs::write(cache.join(verifying_key_id(&id)), vk.to_bytes())?;
+            report(
+                "params-proofline",
+                t,
+                format!("bytes {}", std::fs::metadata(&path)?.len()),
+            );
+        }
+        Some("params-bellperson") => {
+            let config = config()?;
+            let pp = porep::public_params::<Tree2KiB>(&config)?;
+            let id = porep::cache_id::<Tree2KiB>(&config)?;
+            let path = parameter_cache_dir().join(parameter_id(&id));
+            ensure!(!path.exists(), "{} exists: use an empty cache", path.display());
+            let mut rng = rand::rngs::OsRng;
+            <StackedCompound<Tree2KiB, DefaultPieceHasher> as CompoundProof<_, _>>::groth_params(
+                Some(&mut rng),
+                &pp.vanilla_params,
+            )?;
+            report(
+                "params-bellperson",
+                t,
+                format!("bytes {}", std::fs::metadata(&path)?.len()),
+            );
+        }
+        Some("c2-proofline") => {
+            let (config, c1, info) = read_c1(&dir()?)?;
+            let pw: usize = args.get(2).map_or(Ok(1), |s| s.parse())?;
+            let cached = cached_parameters(
+                &porep::cache_id::<Tree2KiB>(&config)?,
+                || -> Result<porep::PorepCircuit<Tree2KiB>> {
+                    bail!("no parameters: run params-proofline first")
+                },
+                PointCheck::Unchecked,
+                &(),
+            )?;
+            report("c2-proofline-params-read", t, String::new());
+            let t = Instant::now();
+            let (circuits, _): (Vec<_>, Vec<_>) =
+                porep::porep_circuits::<Tree2KiB>(&config, &c1)?.into_iter().unzip();
+            let run = prove_circuits(circuits, Arc::new(cached.params), pw)?;
+            let proof: Vec<u8> = run.proofs.iter().flat_map(|p| p.to_bytes()).collect();
+            let prove_s = t.elapsed().as_secs_f64();
+            let ok = porep::verify_c2::<Tree2KiB>(&config, &c1, info.prover_id()?, info.sector_id, &proof)?;
+            ensure!(ok, "verify_seal rejected proofline's proof");
+            report(
+                "c2-proofline",
+                t,
+                format!(
+                    "prove_seconds {prove_s:.2} synthesis {:.2} accelerator {:.2} finalize {:.2} verify_seal accepted",
+                    run.stats.synthesis_seconds, run.stats.accelerator_seconds, run.stats.finalize_seconds
+                ),
+            );
+        }
+        Some("c2-filecoin") => {
+            let (config, c1, info) = read_c1(&dir()?)?;
+            // seal_commit_phase2 reads its parameters itself; it verifies the proof before it
+            // returns.
+            let out = filecoin_proofs::seal_commit_phase2::<Tree2KiB>(
+                &config,
+                c1,
+                info.prover_id()?,
+                SectorId::from(info.sector_id),
+            )?;
+            report("c2-filecoin", t, format!("proof_bytes {}", out.proof.len()));
+        }
+        _ => bail!("usage: porep_bench seal DIR | params-proofline | params-bellperson | c2-proofline DIR [PW] | c2-filecoin DIR"),
+    }
+    Ok(())
+}
