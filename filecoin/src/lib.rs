@@ -261,7 +261,7 @@ pub struct EngineRun {
     pub proofs: Vec<Proof>,
     /// The engine's figures (stage times and the rest).
     pub stats: prover_core::EngineStats,
-    /// The ledger at the end (every peak).
+    /// The ledger after the engine shut down (every peak; everything released).
     pub ledger: prover_core::ledger::Snapshot,
 }
 
@@ -287,12 +287,13 @@ pub fn prove_circuits<C: Circuit<blstrs::Scalar> + Send + 'static>(
         .submit(&prepared, circuits, &mut rand::thread_rng())?
         .wait();
     let stats = engine.stats();
-    let ledger = engine.ledger().snapshot();
+    // The deallocation stage may still hold the last partition: snapshot after shutdown.
+    let ledger = engine.ledger().clone();
     engine.shutdown();
     Ok(EngineRun {
         proofs: proofs?,
         stats,
-        ledger,
+        ledger: ledger.snapshot(),
     })
 }
 

@@ -1,0 +1,143 @@
+//! PoRep C2 of a 2 KiB sector end to end: filecoin-proofs seals a random sector through C1,
+//! proofline generates the parameters (2.7M constraints: the slow part of this test, about two
+//! minutes on two cores) and proves the C2 through its engine, and filecoin-proofs'
+//! `verify_seal` accepts it; negative twins (a flipped byte, another sector, another prover)
+//! are rejected. Also the C1 files in both forms and the errors on bad C1 outputs.
+
+use std::sync::Arc;
+
+use filecoin_proofs::SECTOR_SIZE_2_KIB;
+use proofline_filecoin::porep::{self, C1File};
+use proofline_filecoin::{cached_parameters, prove_circuits, Tree2KiB};
+use prover_core::PointCheck;
+
+#[test]
+fn porep_2kib_c2_is_accepted_by_verify_seal() {
+    let cache = tempfile::tempdir().unwrap();
+    // The only test of this binary that touches filecoin-proofs' settings.
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", cache.path());
+    let sectors = tempfile::tempdir().unwrap();
+    let mut rng = rand::thread_rng();
+    let sealed = porep::seal_c1(SECTOR_SIZE_2_KIB, sectors.path(), &mut rng).unwrap();
+    let other = porep::seal_c1(SECTOR_SIZE_2_KIB, sectors.path(), &mut rng).unwrap();
+    let config = sealed.output.registered_proof.as_v1_config();
+    let c1 = porep::raw_c1(&sealed.output).unwrap();
+
+    let id = porep::cache_id::<Tree2KiB>(&config).unwrap();
+    let cached = cached_parameters(
+        &id,
+        || porep::blank_circuit::<Tree2KiB>(&config),
+        PointCheck::Unchecked,
+        &(),
+    )
+    .unwrap();
+    assert!(cached.generated);
+    assert!(cached.path.exists());
+
+    let circuits = porep::porep_circuits::<Tree2KiB>(&config, &c1).unwrap();
+    assert_eq!(circuits.len(), 1, "a 2 KiB sector proves one partition");
+    let (circuits, _inputs): (Vec<_>, Vec<_>) = circuits.into_iter().unzip();
+    let run = prove_circuits(circuits, Arc::new(cached.params), 1).unwrap();
+    let proof: Vec<u8> = run.proofs.iter().flat_map(|p| p.to_bytes()).collect();
+    assert_eq!(proof.len(), 192);
+    // The ledger balanced back to zero after the job.
+    assert_eq!(run.ledger.total_bytes.live, 0);
+
+    let prover_id = sealed.info.prover_id().unwrap();
+    let sector_id = sealed.info.sector_id;
+    assert!(porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &proof).unwrap());
+
+    // Negative twins: a flipped byte, another sector's C1 output, another prover id.
+    let mut flipped = proof.clone();
+    flipped[100] ^= 1;
+    assert!(
+        !porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &flipped)
+            .unwrap_or(false)
+    );
+    let other_c1 = porep::raw_c1(&other.output).unwrap();
+    assert!(!porep::verify_c2::<Tree2KiB>(
+        &config,
+        &other_c1,
+        other.info.prover_id().unwrap(),
+        other.info.sector_id,
+        &proof
+    )
+    .unwrap());
+    let mut wrong_prover = prover_id;
+    wrong_prover[0] ^= 1;
+    assert!(!porep::verify_c2::<Tree2KiB>(&config, &c1, wrong_prover, sector_id, &proof).unwrap());
+
+    // The parameters are found (not generated) the second time, with their .vk next to them.
+    let again = cached_parameters(
+        &id,
+        || -> anyhow::Result<porep::PorepCircuit<Tree2KiB>> { panic!("must not generate") },
+        PointCheck::Unchecked,
+        &(),
+    )
+    .unwrap();
+    assert!(!again.generated);
+    assert!(again.path.with_extension("vk").exists());
+}
+
+#[test]
+fn c1_files_round_trip_in_both_forms_and_bad_ones_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sealed = porep::seal_c1(
+        SECTOR_SIZE_2_KIB,
+        &dir.path().join("s"),
+        &mut rand::thread_rng(),
+    )
+    .unwrap();
+    let wrapped = dir.path().join("c1.json");
+    let raw = dir.path().join("c1-raw.json");
+    std::fs::write(&wrapped, serde_json::to_vec(&sealed.output).unwrap()).unwrap();
+    std::fs::write(
+        &raw,
+        serde_json::to_vec(&porep::raw_c1(&sealed.output).unwrap()).unwrap(),
+    )
+    .unwrap();
+    match porep::read_c1(&wrapped).unwrap() {
+        C1File::Wrapped(w) => assert_eq!(w.comm_r, sealed.output.comm_r),
+        C1File::Raw(_) => panic!("the wrapper was read as the raw form"),
+    }
+    let raw_c1 = match porep::read_c1(&raw).unwrap() {
+        C1File::Raw(r) => r,
+        C1File::Wrapped(_) => panic!("the raw form was read as the wrapper"),
+    };
+    assert_eq!(raw_c1.comm_d, sealed.output.comm_d);
+
+    // Not a C1 output: a clear error naming the file, no panic.
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, b"{\"hello\": 1}").unwrap();
+    let err = porep::read_c1(&junk).err().unwrap().to_string();
+    assert!(err.contains("is not a C1 output"), "{err}");
+    let err = porep::read_c1(&dir.path().join("missing.json"))
+        .err()
+        .unwrap();
+    assert!(format!("{err:#}").contains("missing.json"), "{err:#}");
+
+    // A C1 output checked the way seal_commit_phase2 checks it.
+    let config = sealed.output.registered_proof.as_v1_config();
+    let mut zero_seed = porep::raw_c1(&sealed.output).unwrap();
+    zero_seed.seed = [0; 32];
+    let err = porep::porep_circuits::<Tree2KiB>(&config, &zero_seed)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("seed"), "{err}");
+    let mut empty = porep::raw_c1(&sealed.output).unwrap();
+    empty.vanilla_proofs.clear();
+    let err = porep::porep_circuits::<Tree2KiB>(&config, &empty)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("no vanilla proofs"), "{err}");
+    // A 32 GiB config for a 2 KiB sector's output: the partition count does not match.
+    let wrong = porep::registered_proof(32 << 30).unwrap().as_v1_config();
+    let err = porep::porep_circuits::<Tree2KiB>(&wrong, &raw_c1)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("partitions"), "{err}");
+    // Sizes Filecoin does not have.
+    assert!(porep::registered_proof(4096).is_err());
+    assert!(porep::parse_hex32("xyz").is_err());
+    assert_eq!(porep::parse_hex32(&"ab".repeat(32)).unwrap(), [0xab; 32]);
+}
