@@ -85,7 +85,14 @@ pub fn load_or_generate(
     let trapdoor = Trapdoor::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(seed));
     // Streamed to the file, then read back: the generator never holds the whole parameter set
     // next to its own working memory.
-    write_parameters_with_progress(spec.shape(), &trapdoor, &path, &reporter)?;
+    let shape = spec.shape().ok_or_else(|| prover_core::Error::Malformed {
+        what: "workload",
+        detail: format!(
+            "{} has no synthetic shape: its parameters are Filecoin's",
+            spec.kind.name()
+        ),
+    })?;
+    write_parameters_with_progress(shape, &trapdoor, &path, &reporter)?;
     reporter.finish(format!("written to {}", path.display()));
     Ok((Parameters::read_file(&path, PointCheck::Unchecked)?, false))
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use backend_cpu::CpuBackend;
 use prover_core::budget::BudgetSize;
 use prover_core::ledger::{BufferKind, Stage};
@@ -133,32 +134,45 @@ pub struct Prepared {
     pub jobs: Vec<Job>,
 }
 
+/// The workload's parameters, from its cache (generated there when missing, with a progress
+/// bar when `progress` is set): proofline's own cache for the synthetic workloads, the
+/// production file names under `FIL_PROOFS_PARAMETER_CACHE` for Filecoin's.
+pub fn load_parameters(cfg: &RunConfig, progress: bool) -> anyhow::Result<Parameters> {
+    if cfg.circuit.is_filecoin() {
+        let bar = Bar::new(cfg.circuit.name(), progress);
+        let cached = crate::filecoin::parameters(cfg.circuit, &bar)?;
+        bar.finish(format!("{}", cached.path.display()));
+        return Ok(cached.params);
+    }
+    Ok(load_or_generate(&cfg.params_dir, &cfg.workload(), progress)?.0)
+}
+
 /// The workload's parameters and jobs (Filecoin workloads seal their sectors here). A
 /// generation progress bar is drawn when `progress` is set.
 pub fn prepare(cfg: &RunConfig, progress: bool) -> anyhow::Result<Prepared> {
     cfg.validate().map_err(anyhow::Error::msg)?;
     let spec = cfg.workload();
     let t = Instant::now();
+    let params = load_parameters(cfg, progress)?;
+    let params_load_seconds = t.elapsed().as_secs_f64();
     if cfg.circuit.is_filecoin() {
-        let bar = Bar::new(cfg.circuit.name(), progress);
-        let cached = crate::filecoin::parameters(cfg.circuit, &bar)?;
-        bar.finish(format!("{}", cached.path.display()));
-        let params_load_seconds = t.elapsed().as_secs_f64();
         let jobs = crate::filecoin::jobs(cfg.circuit, cfg.jobs)?;
         return Ok(Prepared {
-            params: cached.params,
+            params,
             params_load_seconds,
             jobs,
         });
     }
-    let (params, _) = load_or_generate(&cfg.params_dir, &spec, progress)?;
-    let params_load_seconds = t.elapsed().as_secs_f64();
     let jobs = (0..cfg.jobs)
         .map(|j| {
-            let (circuits, inputs) = (0..cfg.partitions).map(|p| spec.partition(j, p)).unzip();
-            Job { circuits, inputs }
+            let (circuits, inputs) = (0..cfg.partitions)
+                .map(|p| spec.partition(j, p).context("a synthetic workload"))
+                .collect::<anyhow::Result<Vec<_>>>()?
+                .into_iter()
+                .unzip();
+            Ok(Job { circuits, inputs })
         })
-        .collect();
+        .collect::<anyhow::Result<_>>()?;
     Ok(Prepared {
         params,
         params_load_seconds,

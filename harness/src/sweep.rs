@@ -8,7 +8,6 @@ use std::process::{Command, Stdio};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::config::{MemBudget, RunConfig};
-use crate::params_cache::load_or_generate;
 use crate::point::PointResult;
 use crate::report::{
     parse_timeline_csv, points_csv, recommend, table, utc_now, write_svg, Host, SweepConfig,
@@ -197,8 +196,7 @@ pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> 
     std::fs::create_dir_all(&cfg.out)
         .map_err(|e| format!("creating {}: {e}", cfg.out.display()))?;
     // Parameters once, here, with a progress bar: every child then loads them from the cache.
-    let spec = cfg.run.workload();
-    load_or_generate(&cfg.run.params_dir, &spec, true).map_err(|e| e.to_string())?;
+    crate::point::load_parameters(&cfg.run, true).map_err(|e| format!("{e:#}"))?;
 
     let multi = MultiProgress::new();
     let overall = multi.add(ProgressBar::new(cfg.pw.len() as u64));

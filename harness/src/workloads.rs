@@ -109,13 +109,11 @@ impl WorkloadSpec {
         }
     }
 
-    /// The circuit without witness (for parameter generation). Filecoin workloads have theirs
-    /// in [`crate::filecoin`].
-    pub fn shape(&self) -> WorkloadCircuit {
-        match self.kind {
-            Workload::Porep2k | Workload::WinningPost2k | Workload::WindowPost2k => {
-                unreachable!("Filecoin workloads are built by crate::filecoin")
-            }
+    /// The circuit without witness (for parameter generation); `None` for the Filecoin
+    /// workloads, whose circuits come from [`crate::filecoin`].
+    pub fn shape(&self) -> Option<WorkloadCircuit> {
+        Some(match self.kind {
+            Workload::Porep2k | Workload::WinningPost2k | Workload::WindowPost2k => return None,
             Workload::Dense => WorkloadCircuit::Dense(DenseCircuit::with_domain(
                 self.log2,
                 DENSE_INPUTS,
@@ -128,13 +126,18 @@ impl WorkloadSpec {
                 blocks: self.units(),
                 preimage: None,
             }),
-        }
+        })
     }
 
-    /// Partition `partition` of job `job`: its circuit and its public inputs.
-    pub fn partition(&self, job: usize, partition: usize) -> (WorkloadCircuit, Vec<Scalar>) {
+    /// Partition `partition` of job `job`: its circuit and its public inputs (`None` for the
+    /// Filecoin workloads, whose jobs are sealed sectors: [`crate::filecoin::jobs`]).
+    pub fn partition(
+        &self,
+        job: usize,
+        partition: usize,
+    ) -> Option<(WorkloadCircuit, Vec<Scalar>)> {
         let seed = ((job as u64) << 32) | partition as u64;
-        match self.shape() {
+        Some(match self.shape()? {
             WorkloadCircuit::Dense(c) => {
                 let c = c.with_witness(seed.wrapping_add(1));
                 let inputs = c.public_inputs();
@@ -156,10 +159,8 @@ impl WorkloadSpec {
                 let inputs = c.public_inputs();
                 (WorkloadCircuit::Sha256(c), inputs)
             }
-            WorkloadCircuit::Porep(_) | WorkloadCircuit::Post(_) => {
-                unreachable!("Filecoin workloads are built by crate::filecoin")
-            }
-        }
+            WorkloadCircuit::Porep(_) | WorkloadCircuit::Post(_) => return None,
+        })
     }
 }
 
@@ -329,7 +330,7 @@ mod tests {
     use bellpepper_core::test_cs::TestConstraintSystem;
 
     fn check(spec: WorkloadSpec) -> usize {
-        let (c, inputs) = spec.partition(1, 2);
+        let (c, inputs) = spec.partition(1, 2).unwrap();
         let mut cs = TestConstraintSystem::<Scalar>::new();
         c.synthesize(&mut cs).unwrap();
         assert!(
@@ -381,7 +382,13 @@ mod tests {
             kind: Workload::Merkle,
             log2: 12,
         };
-        assert_ne!(spec.partition(0, 0).1, spec.partition(0, 1).1);
-        assert_ne!(spec.partition(0, 0).1, spec.partition(1, 0).1);
+        assert_ne!(
+            spec.partition(0, 0).unwrap().1,
+            spec.partition(0, 1).unwrap().1
+        );
+        assert_ne!(
+            spec.partition(0, 0).unwrap().1,
+            spec.partition(1, 0).unwrap().1
+        );
     }
 }
