@@ -9,10 +9,16 @@ use rand::SeedableRng;
 
 use crate::workloads::WorkloadSpec;
 
-/// A progress bar for parameter generation (hidden when not enabled).
+/// A progress bar for parameter generation (hidden when not enabled). Off a terminal (a log,
+/// CI) it prints a plain line at every tenth instead.
 pub struct Bar {
     bar: ProgressBar,
     done: AtomicU64,
+    total: AtomicU64,
+    /// Tenths already printed, when printing plain lines.
+    plain: Option<AtomicU64>,
+    name: String,
+    start: std::time::Instant,
 }
 
 impl Bar {
@@ -31,14 +37,23 @@ impl Bar {
         );
         bar.set_prefix(format!("parameters {name}"));
         bar.set_message("synthesizing the circuit");
+        let plain = (enabled && !std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .then(|| AtomicU64::new(0));
         Bar {
             bar,
             done: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+            plain,
+            name: name.to_string(),
+            start: std::time::Instant::now(),
         }
     }
 
     /// Ends the bar with a message.
     pub fn finish(&self, msg: String) {
+        if self.plain.is_some() && self.total.load(Ordering::Relaxed) > 0 {
+            eprintln!("parameters {}: {msg}", self.name);
+        }
         self.bar.finish_with_message(msg);
     }
 }
@@ -47,11 +62,31 @@ impl GenProgress for Bar {
     fn start(&self, total: u64) {
         self.bar.set_length(total);
         self.bar.set_message("computing query points");
+        self.total.store(total, Ordering::Relaxed);
+        if self.plain.is_some() {
+            eprintln!(
+                "parameters {}: circuit synthesized in {:.1} s, {total} points to compute",
+                self.name,
+                self.start.elapsed().as_secs_f64()
+            );
+        }
     }
 
     fn advance(&self, points: u64) {
         let done = self.done.fetch_add(points, Ordering::Relaxed) + points;
         self.bar.set_position(done);
+        if let Some(printed) = &self.plain {
+            let total = self.total.load(Ordering::Relaxed).max(1);
+            let tenth = (done * 10 / total).min(10);
+            if printed.fetch_max(tenth, Ordering::Relaxed) < tenth {
+                eprintln!(
+                    "parameters {}: {}% ({done}/{total} points, {:.1} s)",
+                    self.name,
+                    tenth * 10,
+                    self.start.elapsed().as_secs_f64()
+                );
+            }
+        }
     }
 }
 
