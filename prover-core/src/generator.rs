@@ -421,6 +421,7 @@ fn generate_into<C: Circuit<Scalar>>(
             .map(|j| g1_base.mul(&ext(j)))
             .collect::<Vec<_>>(),
     );
+    progress.advance(n_in as u64);
     sink.vk(VerifyingKey {
         alpha_g1: (g1a * alpha).to_affine(),
         beta_g1: (g1a * beta).to_affine(),
@@ -701,6 +702,48 @@ mod tests {
             }
             Ok(())
         }
+    }
+
+    #[derive(Default)]
+    struct Count {
+        total: std::sync::atomic::AtomicU64,
+        done: std::sync::atomic::AtomicU64,
+    }
+
+    impl GenProgress for Count {
+        fn start(&self, total: u64) {
+            self.total
+                .store(total, std::sync::atomic::Ordering::Relaxed);
+        }
+        fn advance(&self, points: u64) {
+            self.done
+                .fetch_add(points, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn progress_reaches_its_total() {
+        let count = Count::default();
+        let trapdoor = Trapdoor::random(&mut rand::thread_rng());
+        let params = generate_parameters_with_progress(
+            Cube {
+                x: 2,
+                dangling: false,
+            },
+            &trapdoor,
+            &count,
+        )
+        .unwrap();
+        let total = count.total.load(std::sync::atomic::Ordering::Relaxed);
+        // Every point of the parameters but the verifying key's fixed six.
+        let points = params.vk.ic.len()
+            + params.h.len()
+            + params.l.len()
+            + params.a.len()
+            + params.b_g1.len()
+            + params.b_g2.len();
+        assert_eq!(total, points as u64);
+        assert_eq!(count.done.load(std::sync::atomic::Ordering::Relaxed), total);
     }
 
     #[test]
