@@ -79,7 +79,7 @@ fn main() -> Result<()> {
                 &path,
                 &(),
             )?;
-            std::fs::write(cache.join(verifying_key_id(&id)), vk.to_bytes())?;
+            vk.write_file(&cache.join(verifying_key_id(&id)))?;
             report(
                 "params-proofline",
                 t,

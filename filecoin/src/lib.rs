@@ -8,7 +8,7 @@
 //! `MultiProof` bytes the verifier takes.
 #![warn(missing_docs)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -23,7 +23,7 @@ use filecoin_proofs::{
 use prover_core::bellpepper_core::Circuit;
 use prover_core::{
     write_parameters_with_progress, CpuSynthesizer, Engine, GenProgress, GpuBackend, Parameters,
-    PointCheck, Proof, Trapdoor, VerifyingKey,
+    PointCheck, Proof, Trapdoor,
 };
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
@@ -113,7 +113,7 @@ pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
         let trapdoor = Trapdoor::random(&mut rand::rngs::OsRng);
         let vk = write_parameters_with_progress(blank()?, &trapdoor, &params_path, progress)
             .with_context(|| format!("generating {}", params_path.display()))?;
-        write_vk(&vk, &vk_path)?;
+        vk.write_file(&vk_path)?;
         generate_seconds = t.elapsed().as_secs_f64();
         // Our own file, just written.
         check = PointCheck::Unchecked;
@@ -123,7 +123,7 @@ pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
         .with_context(|| format!("reading {}", params_path.display()))?;
     let read_seconds = t.elapsed().as_secs_f64();
     if !vk_path.exists() {
-        write_vk(&params.vk, &vk_path)?;
+        params.vk.write_file(&vk_path)?;
     }
     Ok(CachedParameters {
         params,
@@ -156,12 +156,6 @@ pub fn post_parameters<Tree: 'static + MerkleTreeTrait>(
     let (id, blank) = post_public_params::<Tree>(config)?;
     let cached = cached_parameters(&id, || Ok(blank), PointCheck::Checked, &())?;
     Ok((cached.params, cached.path))
-}
-
-fn write_vk(vk: &VerifyingKey, path: &Path) -> Result<()> {
-    let tmp = path.with_extension(format!("vk.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, vk.to_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming into {}", path.display()))
 }
 
 /// The circuits of a PoSt, one per partition, with their public inputs.

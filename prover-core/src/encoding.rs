@@ -309,21 +309,35 @@ pub(crate) fn write_points<P: EncodedPoint, W: Write>(
     what: &'static str,
     points: &[P],
 ) -> Result<()> {
-    let len = u32::try_from(points.len()).map_err(|_| Error::Malformed {
-        what,
-        detail: format!("{} points do not fit a u32 length prefix", points.len()),
-    })?;
-    w.write_all(&len.to_be_bytes())
-        .map_err(|e| Error::io(format!("writing {what}"), e))?;
+    write_len(w, what, points.len())?;
     for chunk in points.chunks(1 << 14) {
-        let mut buf = Vec::with_capacity(chunk.len() * P::UNCOMPRESSED);
-        for p in chunk {
-            p.encode_uncompressed(&mut buf);
-        }
-        w.write_all(&buf)
-            .map_err(|e| Error::io(format!("writing {what}"), e))?;
+        write_point_run(w, what, chunk)?;
     }
     Ok(())
+}
+
+/// Writes a section's `u32` big-endian point count.
+pub(crate) fn write_len<W: Write>(w: &mut W, what: &'static str, len: usize) -> Result<()> {
+    let len = u32::try_from(len).map_err(|_| Error::Malformed {
+        what,
+        detail: format!("{len} points do not fit a u32 length prefix"),
+    })?;
+    w.write_all(&len.to_be_bytes())
+        .map_err(|e| Error::io(format!("writing {what}"), e))
+}
+
+/// Writes points uncompressed, one buffer for the run, without a count.
+pub(crate) fn write_point_run<P: EncodedPoint, W: Write>(
+    w: &mut W,
+    what: &'static str,
+    points: &[P],
+) -> Result<()> {
+    let mut buf = Vec::with_capacity(points.len() * P::UNCOMPRESSED);
+    for p in points {
+        p.encode_uncompressed(&mut buf);
+    }
+    w.write_all(&buf)
+        .map_err(|e| Error::io(format!("writing {what}"), e))
 }
 
 /// Writes one uncompressed point.

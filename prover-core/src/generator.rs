@@ -15,7 +15,7 @@ use group::{Curve, Group};
 use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
-use crate::encoding::EncodedPoint;
+use crate::encoding::{write_len, write_point_run};
 use crate::error::{Error, Result};
 use crate::params::{Parameters, VerifyingKey};
 
@@ -272,18 +272,6 @@ struct FileSink<'a, W: std::io::Write> {
     vk: Option<VerifyingKey>,
 }
 
-impl<W: std::io::Write> FileSink<'_, W> {
-    fn put<P: EncodedPoint>(&mut self, what: &'static str, points: &[P]) -> Result<()> {
-        let mut buf = Vec::with_capacity(points.len() * P::UNCOMPRESSED);
-        for p in points {
-            p.encode_uncompressed(&mut buf);
-        }
-        self.w
-            .write_all(&buf)
-            .map_err(|e| Error::io(format!("writing {what}"), e))
-    }
-}
-
 impl<W: std::io::Write> Sink for FileSink<'_, W> {
     fn vk(&mut self, vk: VerifyingKey) -> Result<()> {
         vk.write(&mut *self.w)?;
@@ -291,19 +279,13 @@ impl<W: std::io::Write> Sink for FileSink<'_, W> {
         Ok(())
     }
     fn section(&mut self, what: &'static str, len: usize) -> Result<()> {
-        let len = u32::try_from(len).map_err(|_| Error::Malformed {
-            what,
-            detail: format!("{len} points do not fit a u32 length prefix"),
-        })?;
-        self.w
-            .write_all(&len.to_be_bytes())
-            .map_err(|e| Error::io(format!("writing {what}"), e))
+        write_len(self.w, what, len)
     }
     fn g1(&mut self, what: &'static str, points: &[G1Affine]) -> Result<()> {
-        self.put(what, points)
+        write_point_run(self.w, what, points)
     }
     fn g2(&mut self, what: &'static str, points: &[G2Affine]) -> Result<()> {
-        self.put(what, points)
+        write_point_run(self.w, what, points)
     }
 }
 

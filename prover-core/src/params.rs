@@ -56,6 +56,12 @@ impl VerifyingKey {
         out
     }
 
+    /// Writes the key to a file (a Filecoin `.vk` file), through a temporary file renamed into
+    /// place.
+    pub fn write_file(&self, path: &Path) -> Result<()> {
+        write_atomically(path, |w| self.write(w))
+    }
+
     /// Reads a key from a stream.
     pub fn read<R: Read>(r: R, check: PointCheck) -> Result<Self> {
         Self::read_from(&mut ReadSource::new(r), check)
