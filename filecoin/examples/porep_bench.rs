@@ -120,7 +120,7 @@ fn main() -> Result<()> {
             let (circuits, _): (Vec<_>, Vec<_>) =
                 porep::porep_circuits::<Tree2KiB>(&config, &c1)?.into_iter().unzip();
             let run = prove_circuits(circuits, Arc::new(cached.params), pw)?;
-            let proof: Vec<u8> = run.proofs.iter().flat_map(|p| p.to_bytes()).collect();
+            let proof = prover_core::Proof::many_to_bytes(&run.proofs);
             let prove_s = t.elapsed().as_secs_f64();
             let ok = porep::verify_c2::<Tree2KiB>(&config, &c1, info.prover_id()?, info.sector_id, &proof)?;
             ensure!(ok, "verify_seal rejected proofline's proof");

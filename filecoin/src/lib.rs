@@ -305,5 +305,5 @@ pub fn prove_post<Tree: 'static + MerkleTreeTrait>(
     let circuits = post_circuits::<Tree>(config, randomness, prover_id, vanilla_proofs)?;
     let (circuits, _inputs): (Vec<_>, Vec<_>) = circuits.into_iter().unzip();
     let run = prove_circuits(circuits, params, pw)?;
-    Ok(run.proofs.iter().flat_map(Proof::to_bytes).collect())
+    Ok(Proof::many_to_bytes(&run.proofs))
 }

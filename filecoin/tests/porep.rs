@@ -38,7 +38,7 @@ fn porep_2kib_c2_is_accepted_by_verify_seal() {
     assert_eq!(circuits.len(), 1, "a 2 KiB sector proves one partition");
     let (circuits, _inputs): (Vec<_>, Vec<_>) = circuits.into_iter().unzip();
     let run = prove_circuits(circuits, Arc::new(cached.params), 1).unwrap();
-    let proof: Vec<u8> = run.proofs.iter().flat_map(|p| p.to_bytes()).collect();
+    let proof = prover_core::Proof::many_to_bytes(&run.proofs);
     assert_eq!(proof.len(), 192);
     // The ledger balanced back to zero after the job.
     assert_eq!(run.ledger.total_bytes.live, 0);

@@ -516,7 +516,7 @@ fn c2(args: C2Args) -> Result<(), String> {
         let (o, mut proofs) = run_jobs(&cfg, args.pw, prepared, &mut |_, _| {})?;
         print_outcome(&o);
         let proofs = proofs.pop().context("one job")??;
-        let bytes: Vec<u8> = proofs.iter().flat_map(|p| p.to_bytes()).collect();
+        let bytes = prover_core::Proof::many_to_bytes(&proofs);
         if let Some(out) = &args.out {
             std::fs::write(out, &bytes).with_context(|| format!("writing {}", out.display()))?;
             println!("proof ({} bytes) written to {}", bytes.len(), out.display());

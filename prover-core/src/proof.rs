@@ -52,6 +52,11 @@ impl Proof {
         })
     }
 
+    /// Encodes proofs concatenated in order (Filecoin's `MultiProof` layout).
+    pub fn many_to_bytes(proofs: &[Proof]) -> Vec<u8> {
+        proofs.iter().flat_map(Proof::to_bytes).collect()
+    }
+
     /// Decodes proofs concatenated in order (Filecoin's `MultiProof` layout).
     pub fn many_from_bytes(bytes: &[u8]) -> Result<Vec<Self>> {
         if bytes.len() % Self::SIZE != 0 {

@@ -256,6 +256,10 @@ fn malformed_proofs_and_keys_are_refused() {
         Proof::many_from_bytes(&[bytes, bytes].concat()).unwrap(),
         vec![proof, proof]
     );
+    assert_eq!(
+        Proof::many_to_bytes(&[proof, proof]),
+        [bytes, bytes].concat()
+    );
 
     let vk_bytes = params.vk.to_bytes();
     assert_eq!(
