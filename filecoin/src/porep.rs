@@ -14,7 +14,7 @@ use filecoin_hashers::Domain;
 use filecoin_proofs::{
     as_safe_commitment, parameters::setup_params, seal_commit_phase1, DefaultPieceDomain,
     DefaultPieceHasher, PoRepConfig, ProverId, SealCommitPhase1Output, SealPreCommitOutput,
-    SectorShape2KiB, SectorShape32GiB, SectorShape64GiB,
+    SectorShape2KiB,
 };
 use filecoin_proofs_api::seal::{
     SealCommitPhase1Output as ApiC1Output, VanillaSealProof as ApiVanillaProofs,
@@ -162,13 +162,34 @@ pub fn seal_c1(sector_size: u64, dir: &Path, rng: &mut impl RngCore) -> Result<S
     })
 }
 
-/// The raw filecoin-proofs form of a wrapped C1 output of a 2KiB, 8MiB or 512MiB sector.
+/// The sector size whose tree shape a wrapped C1 output's vanilla proofs have.
+fn proofs_sector_size(proofs: &ApiVanillaProofs) -> u64 {
+    match proofs {
+        ApiVanillaProofs::StackedDrg2KiBV1(_) => 2_048,
+        ApiVanillaProofs::StackedDrg8MiBV1(_) => 8_388_608,
+        ApiVanillaProofs::StackedDrg512MiBV1(_) => 536_870_912,
+        ApiVanillaProofs::StackedDrg32GiBV1(_) => 34_359_738_368,
+        ApiVanillaProofs::StackedDrg64GiBV1(_) => 68_719_476_736,
+    }
+}
+
+/// The raw filecoin-proofs form of a wrapped C1 output of a 2KiB, 8MiB or 512MiB sector (the
+/// three share one tree shape); its registered proof must name the size its proofs are of.
 pub fn raw_c1(output: &ApiC1Output) -> Result<SealCommitPhase1Output<SectorShape2KiB>> {
+    let size = u64::from(output.registered_proof.sector_size());
+    let shape_size = proofs_sector_size(&output.vanilla_proofs);
+    ensure!(
+        size == shape_size,
+        "the C1 output names {:?} ({size} bytes) but holds proofs of {shape_size}-byte sectors",
+        output.registered_proof
+    );
     let proofs = match &output.vanilla_proofs {
         ApiVanillaProofs::StackedDrg2KiBV1(p)
         | ApiVanillaProofs::StackedDrg8MiBV1(p)
         | ApiVanillaProofs::StackedDrg512MiBV1(p) => p.clone(),
-        _ => bail!("the raw form is written for 2KiB, 8MiB and 512MiB sectors only"),
+        _ => bail!(
+            "C2 of {shape_size}-byte sectors is not supported yet (2KiB, 8MiB and 512MiB are)"
+        ),
     };
     Ok(SealCommitPhase1Output {
         vanilla_proofs: proofs,
@@ -315,55 +336,4 @@ pub fn verify_c2<Tree: 'static + MerkleTreeTrait>(
         c1.seed,
         proof,
     )
-}
-
-/// A wrapped C1 output as the raw struct of its tree shape, handed to `f` with its PoRep config.
-/// `f` is generic over the shape: the 2KiB/8MiB/512MiB shape, 32GiB or 64GiB.
-pub trait ShapeFn {
-    /// The result.
-    type Out;
-    /// Called with the config and the raw C1 output.
-    fn call<Tree: 'static + MerkleTreeTrait>(
-        self,
-        config: &PoRepConfig,
-        c1: SealCommitPhase1Output<Tree>,
-    ) -> Result<Self::Out>;
-}
-
-/// Dispatches a wrapped C1 output on its tree shape.
-pub fn with_shape<F: ShapeFn>(output: ApiC1Output, f: F) -> Result<F::Out> {
-    let config = output.registered_proof.as_v1_config();
-    macro_rules! raw {
-        ($p:expr) => {
-            SealCommitPhase1Output {
-                vanilla_proofs: $p,
-                comm_r: output.comm_r,
-                comm_d: output.comm_d,
-                replica_id: output.replica_id,
-                seed: output.seed,
-                ticket: output.ticket,
-            }
-        };
-    }
-    // The registered proof must agree with the proofs' shape.
-    let size = u64::from(output.registered_proof.sector_size());
-    let shape_size = match &output.vanilla_proofs {
-        ApiVanillaProofs::StackedDrg2KiBV1(_) => 2_048,
-        ApiVanillaProofs::StackedDrg8MiBV1(_) => 8_388_608,
-        ApiVanillaProofs::StackedDrg512MiBV1(_) => 536_870_912,
-        ApiVanillaProofs::StackedDrg32GiBV1(_) => 34_359_738_368,
-        ApiVanillaProofs::StackedDrg64GiBV1(_) => 68_719_476_736,
-    };
-    ensure!(
-        size == shape_size,
-        "the C1 output names {:?} ({size} bytes) but holds proofs of {shape_size}-byte sectors",
-        output.registered_proof
-    );
-    match output.vanilla_proofs {
-        ApiVanillaProofs::StackedDrg2KiBV1(p)
-        | ApiVanillaProofs::StackedDrg8MiBV1(p)
-        | ApiVanillaProofs::StackedDrg512MiBV1(p) => f.call::<SectorShape2KiB>(&config, raw!(p)),
-        ApiVanillaProofs::StackedDrg32GiBV1(p) => f.call::<SectorShape32GiB>(&config, raw!(p)),
-        ApiVanillaProofs::StackedDrg64GiBV1(p) => f.call::<SectorShape64GiB>(&config, raw!(p)),
-    }
 }

@@ -136,6 +136,14 @@ fn c1_files_round_trip_in_both_forms_and_bad_ones_are_refused() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("partitions"), "{err}");
+    // A wrapper whose registered proof disagrees with its proofs' shape.
+    let mut mislabeled = sealed.output.clone();
+    mislabeled.registered_proof = porep::registered_proof(8 << 20).unwrap();
+    let err = porep::raw_c1(&mislabeled).err().unwrap();
+    assert!(
+        err.to_string().contains("holds proofs of 2048-byte"),
+        "{err}"
+    );
     // Sizes Filecoin does not have.
     assert!(porep::registered_proof(4096).is_err());
     assert!(porep::parse_hex32("xyz").is_err());

@@ -433,9 +433,7 @@ fn c2(args: C2Args) -> Result<(), String> {
                     );
                 }
                 let config = w.registered_proof.as_v1_config();
-                (config, porep::raw_c1(&w).context(
-                    "C2 of 32GiB and 64GiB sectors is not wired into the harness yet (the library                      dispatches every shape: porep::with_shape)",
-                )?)
+                (config, porep::raw_c1(&w)?)
             }
             porep::C1File::Raw(raw) => {
                 let size = args
