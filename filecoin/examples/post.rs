@@ -13,17 +13,11 @@ use filecoin_proofs::{
     verify_window_post, verify_winning_post, PoStConfig, PoStType, SECTOR_SIZE_2_KIB,
     WINDOW_POST_CHALLENGE_COUNT, WINNING_POST_CHALLENGE_COUNT, WINNING_POST_SECTOR_COUNT,
 };
+use proofline_filecoin::porep::field_bytes;
 use proofline_filecoin::seal::seal_random_sector;
 use proofline_filecoin::{post_circuits, post_parameters, prove_post, vanilla_proofs, Tree2KiB};
 use prover_core::{CpuSynthesizer, Synthesizer};
-use rand::Rng;
 use storage_proofs_core::api_version::ApiVersion;
-
-fn field_bytes(rng: &mut impl Rng) -> [u8; 32] {
-    let mut b: [u8; 32] = rng.gen();
-    b[31] &= 0x3f;
-    b
-}
 
 fn run(typ: PoStType, sectors: usize, sector_count: usize, challenge_count: usize) -> Result<()> {
     let mut rng = rand::thread_rng();

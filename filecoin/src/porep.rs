@@ -30,6 +30,8 @@ use storage_proofs_core::sector::SectorId;
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
 
 use crate::seal::seal_sector;
+use crate::{cached_parameters, CachedParameters};
+use prover_core::{GenProgress, PointCheck};
 
 /// The circuit of one PoRep partition.
 pub type PorepCircuit<Tree> = StackedCircuit<Tree, DefaultPieceHasher>;
@@ -257,6 +259,28 @@ pub fn blank_circuit<Tree: 'static + MerkleTreeTrait>(
             &pp.vanilla_params,
         ),
     )
+}
+
+/// The PoRep parameters for `config` (see [`crate::cached_parameters`]: the production file
+/// under `FIL_PROOFS_PARAMETER_CACHE`, read with `check` when found, generated there when not).
+pub fn parameters<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+    check: PointCheck,
+    progress: &dyn GenProgress,
+) -> Result<CachedParameters> {
+    let pp = public_params::<Tree>(config)?;
+    let id = <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
+        PorepCircuit<Tree>,
+        _,
+    >>::cache_identifier(&pp.vanilla_params);
+    let blank = || {
+        Ok(
+            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(
+                &pp.vanilla_params,
+            ),
+        )
+    };
+    cached_parameters(&id, blank, check, progress)
 }
 
 /// The circuits of a C2, one per partition, with their public inputs: what filecoin-proofs'

@@ -23,14 +23,7 @@ fn porep_2kib_c2_is_accepted_by_verify_seal() {
     let config = sealed.output.registered_proof.as_v1_config();
     let c1 = porep::raw_c1(&sealed.output).unwrap();
 
-    let id = porep::cache_id::<Tree2KiB>(&config).unwrap();
-    let cached = cached_parameters(
-        &id,
-        || porep::blank_circuit::<Tree2KiB>(&config),
-        PointCheck::Unchecked,
-        &(),
-    )
-    .unwrap();
+    let cached = porep::parameters::<Tree2KiB>(&config, PointCheck::Unchecked, &()).unwrap();
     assert!(cached.generated);
     assert!(cached.path.exists());
 
@@ -68,6 +61,7 @@ fn porep_2kib_c2_is_accepted_by_verify_seal() {
     assert!(!porep::verify_c2::<Tree2KiB>(&config, &c1, wrong_prover, sector_id, &proof).unwrap());
 
     // The parameters are found (not generated) the second time, with their .vk next to them.
+    let id = porep::cache_id::<Tree2KiB>(&config).unwrap();
     let again = cached_parameters(
         &id,
         || -> anyhow::Result<porep::PorepCircuit<Tree2KiB>> { panic!("must not generate") },

@@ -11,7 +11,6 @@ use filecoin_proofs::{
 };
 use proofline_filecoin::seal::{seal_random_sector, SealedSector};
 use proofline_filecoin::{post_parameters, prove_post, vanilla_proofs, Tree2KiB};
-use rand::Rng;
 use storage_proofs_core::api_version::ApiVersion;
 
 /// One parameter cache for the test binary, set before filecoin-proofs reads its settings.
@@ -37,10 +36,7 @@ fn sectors(n: usize, prover_id: [u8; 32]) -> (tempfile::TempDir, Vec<SealedSecto
 }
 
 fn seed() -> [u8; 32] {
-    // A 32-byte value that is a valid field element: keep the top bits clear.
-    let mut b: [u8; 32] = rand::thread_rng().gen();
-    b[31] &= 0x3f;
-    b
+    proofline_filecoin::porep::field_bytes(&mut rand::thread_rng())
 }
 
 #[test]

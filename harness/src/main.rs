@@ -14,7 +14,7 @@ use harness::sweep::{run_sweep, summary, KILL_HOOK_ENV};
 use harness::units::{parse_pw_list, parse_size};
 use harness::workloads::Workload;
 use harness::workloads::WorkloadCircuit;
-use proofline_filecoin::{cached_parameters, porep, Tree2KiB};
+use proofline_filecoin::{porep, Tree2KiB};
 use prover_core::ledger::{human_bytes, BufferKind, Stage};
 use prover_core::PointCheck;
 use std::path::Path;
@@ -472,9 +472,8 @@ fn c2(args: C2Args) -> Result<(), String> {
         );
         let t = Instant::now();
         let bar = Bar::new("porep", true);
-        let cached = cached_parameters(
-            &porep::cache_id::<Tree2KiB>(&config)?,
-            || porep::blank_circuit::<Tree2KiB>(&config),
+        let cached = porep::parameters::<Tree2KiB>(
+            &config,
             if args.check_params {
                 PointCheck::Checked
             } else {
