@@ -1,10 +1,12 @@
 //! proofline's CPU backend: the accelerator and finalizer stages on the CPU.
 //!
 //! - [`ntt`]: a parallel radix-2 NTT over Fr and the H quotient of a partition.
-//! - [`msm`]: G1 and G2 MSMs with density filtering and 0/1 skipping, on blst's Pippenger.
+//! - [`msm`]: G1 and G2 MSMs with density filtering and 0/1 skipping, on blst's Pippenger,
+//!   executing prover-core's query plan.
 //!
-//! [`CpuBackend`] implements [`GpuBackend`] and [`Finalizer`]; it is the default backend, the
-//! fallback of the others, and the reference they are checked against.
+//! [`CpuBackend`] implements [`GpuBackend`] (one device, `cpu:0`, whose workers are stateless)
+//! and [`Finalizer`]; it is the default backend, the fallback of the others, and the reference
+//! they are checked against.
 #![warn(missing_docs)]
 
 pub mod msm;
@@ -13,13 +15,15 @@ pub mod ntt;
 use std::sync::Arc;
 
 use prover_core::density::into_canonical;
+use prover_core::ledger::{BackendBuffers, StageLedger};
 use prover_core::{
-    assemble, AcceleratorSums, Finalizer, FinishedPartition, GpuBackend, HandBack, Parameters,
-    PendingProof, PreparedParameters, Randomness, Result, SynthesizedPartition,
+    assemble, AcceleratorSums, AcceleratorWorker, Domain, Error, Finalizer, FinishedPartition,
+    GpuBackend, HandBack, Parameters, PendingProof, PreparedParameters, QueryPlan, Randomness,
+    Result, SynthesizedPartition,
 };
 
-use crate::msm::msm;
-use crate::ntt::{quotient, Domain};
+use crate::msm::{msm, msm_terms};
+use crate::ntt::quotient;
 
 /// The CPU backend (runs on the global rayon pool, or on whatever pool it is called from).
 #[derive(Debug, Clone, Copy, Default)]
@@ -30,61 +34,74 @@ impl GpuBackend for CpuBackend {
         "cpu"
     }
 
-    fn prepare(&self, params: Arc<Parameters>) -> Result<PreparedParameters> {
+    fn device_count(&self) -> usize {
+        1
+    }
+
+    fn prepare(&self, params: Arc<Parameters>, _: &StageLedger) -> Result<PreparedParameters> {
         Ok(PreparedParameters::new(params, "cpu", None))
     }
 
-    fn accelerate(
-        &self,
-        prepared: &PreparedParameters,
-        partition: SynthesizedPartition,
-    ) -> Result<PendingProof, HandBack> {
-        let params = prepared.params();
-        if let Err(error) = partition.check_shape(params) {
-            return Err(HandBack {
-                partition: Box::new(partition),
-                error,
+    fn worker(&self, device: usize, _slot: usize) -> Result<Box<dyn AcceleratorWorker>> {
+        if device != 0 {
+            return Err(Error::InvalidConfig {
+                what: "device",
+                detail: format!("the CPU backend has one device, 0, not {device}"),
             });
         }
-        // Nothing below can fail: the shape check covers every size the NTT and MSMs use.
+        Ok(Box::new(CpuWorker))
+    }
+}
+
+/// A CPU accelerator worker: it holds nothing between partitions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuWorker;
+
+impl AcceleratorWorker for CpuWorker {
+    fn accelerate(
+        &mut self,
+        prepared: &PreparedParameters,
+        partition: SynthesizedPartition,
+        _buffers: &mut BackendBuffers<'_>,
+    ) -> Result<PendingProof, HandBack> {
+        let params = prepared.params();
+        let checked = prepared
+            .check_backend("cpu")
+            .and_then(|()| QueryPlan::new(&partition, params))
+            .and_then(|plan| Ok((plan, Domain::new(params.domain_size().trailing_zeros())?)));
+        let (plan, domain) = match checked {
+            Ok(x) => x,
+            Err(error) => {
+                return Err(HandBack {
+                    partition: Box::new(partition),
+                    error,
+                })
+            }
+        };
+        // Nothing below can fail: the plan checked every size the NTT and MSMs use. The MSMs'
+        // pointer arrays live only inside each call and are not registered.
         let SynthesizedPartition {
             evaluations,
             witness,
         } = partition;
-        let domain = Domain::new(params.domain_size().trailing_zeros());
         let h = into_canonical(quotient(
             evaluations.a,
             evaluations.b,
             evaluations.c,
             &domain,
         ));
-        let h_sum = msm(&params.h, &h, None);
+        let h_sum = msm(&params.h[plan.h.clone()], &h, None);
         drop(h);
-        let l = msm(&params.l, &witness.aux, None);
-        let n_in = witness.input.len();
-        let a = msm(&params.a[..n_in], &witness.input, None)
-            + msm(
-                &params.a[n_in..],
-                &witness.aux,
-                Some(&witness.a_aux_density),
-            );
-        let b_in = witness.b_input_density.count_ones();
-        let b_g1 = msm(
-            &params.b_g1[..b_in],
-            &witness.input,
-            Some(&witness.b_input_density),
-        ) + msm(
-            &params.b_g1[b_in..],
-            &witness.aux,
-            Some(&witness.b_aux_density),
-        );
+        let sums = AcceleratorSums {
+            h: h_sum,
+            l: msm_terms(&params.l, [&plan.l], &witness),
+            a: msm_terms(&params.a, &plan.a, &witness),
+            b_g1: msm_terms(&params.b_g1, &plan.b, &witness),
+        };
         Ok(PendingProof {
-            sums: AcceleratorSums {
-                h: h_sum,
-                l,
-                a,
-                b_g1,
-            },
+            sums,
+            b_g2: None,
+            plan,
             witness,
         })
     }
@@ -97,21 +114,25 @@ impl Finalizer for CpuBackend {
 
     fn finalize(
         &self,
-        params: &Parameters,
+        prepared: &PreparedParameters,
         pending: PendingProof,
         randomness: Randomness,
     ) -> Result<FinishedPartition> {
-        let w = &pending.witness;
-        let b_in = w.b_input_density.count_ones();
-        if params.b_g2.len() != b_in + w.b_aux_density.count_ones() {
-            return Err(prover_core::Error::ShapeMismatch {
-                what: "B query points in G2",
-                circuit: b_in + w.b_aux_density.count_ones(),
-                params: params.b_g2.len(),
-            });
-        }
-        let b_g2 = msm(&params.b_g2[..b_in], &w.input, Some(&w.b_input_density))
-            + msm(&params.b_g2[b_in..], &w.aux, Some(&w.b_aux_density));
+        let params = prepared.params();
+        let b_g2 = match pending.b_g2 {
+            Some(sum) => sum,
+            None => {
+                let end = pending.plan.b[1].bases.end;
+                if end != params.b_g2.len() {
+                    return Err(Error::ShapeMismatch {
+                        what: "B query points in G2",
+                        circuit: end,
+                        params: params.b_g2.len(),
+                    });
+                }
+                msm_terms(&params.b_g2, &pending.plan.b, &pending.witness)
+            }
+        };
         let proof = assemble(&params.vk, &pending.sums, &b_g2, randomness)?;
         Ok(FinishedPartition {
             proof,

@@ -8,6 +8,8 @@
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use group::Group;
 use prover_core::density::{Density, ScalarBytes};
+use prover_core::plan::MsmTerm;
+use prover_core::synthesize::Witness;
 use rayon::prelude::*;
 
 /// A group whose MSM runs on blst.
@@ -80,6 +82,22 @@ unsafe impl<G: Sync> Send for Pairs<G> {}
 unsafe impl<G: Sync> Sync for Pairs<G> {}
 
 const SCAN_CHUNK: usize = 1 << 14;
+
+/// Executes terms of a query plan against one query's `bases`: the sum over the terms of their
+/// MSMs (each term's bases range, scalars and density come from the plan).
+pub fn msm_terms<'a, G: MsmGroup>(
+    bases: &[G],
+    terms: impl IntoIterator<Item = &'a MsmTerm>,
+    witness: &Witness,
+) -> G::Projective {
+    terms.into_iter().fold(G::Projective::identity(), |acc, t| {
+        acc + msm(
+            &bases[t.bases.clone()],
+            t.scalars(witness),
+            t.density(witness),
+        )
+    })
+}
 
 /// `sum_j scalars[j] * bases[k(j)]` over the variables `j` that `density` marks (all of them
 /// when `None`), where `k(j)` counts the marked variables before `j`: the layout of a query whose

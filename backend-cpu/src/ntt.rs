@@ -1,34 +1,9 @@
 //! Radix-2 NTT over Fr on the CPU (rayon), and the H polynomial of a partition.
 
 use blstrs::Scalar;
-use ff::{Field, PrimeField};
+use ff::Field;
+pub use prover_core::Domain;
 use rayon::prelude::*;
-
-/// An evaluation domain of size `2^log2`.
-#[derive(Debug, Clone, Copy)]
-pub struct Domain {
-    /// log2 of the size.
-    pub log2: u32,
-    /// The generator of the size-`2^log2` subgroup, as bellperson picks it.
-    pub omega: Scalar,
-}
-
-impl Domain {
-    /// The domain of size `2^log2` (`log2 <= 32`).
-    pub fn new(log2: u32) -> Self {
-        assert!(log2 <= Scalar::S, "domain 2^{log2} exceeds 2^{}", Scalar::S);
-        let mut omega = Scalar::ROOT_OF_UNITY;
-        for _ in log2..Scalar::S {
-            omega = omega.square();
-        }
-        Domain { log2, omega }
-    }
-
-    /// The size.
-    pub fn size(&self) -> usize {
-        1 << self.log2
-    }
-}
 
 /// Blocks of this many scalars (512 KiB) run their first stages in cache, on one thread.
 const BLOCK_LOG: u32 = 14;
@@ -168,9 +143,9 @@ fn scale_by_powers(values: &mut [Scalar], g: Scalar, c: Scalar, assign: bool) {
 /// Inverse NTT followed by the move to the coset `g * H`: from evaluations over the domain to
 /// evaluations over the coset (`g` is Fr's multiplicative generator, as in bellperson).
 pub fn evaluations_to_coset(values: &mut [Scalar], domain: &Domain) {
-    let minv = Scalar::from(values.len() as u64).invert().unwrap();
-    ntt(values, domain.omega.invert().unwrap());
-    scale_by_powers(values, Scalar::MULTIPLICATIVE_GENERATOR, minv, false);
+    debug_assert_eq!(values.len(), domain.size());
+    ntt(values, domain.omega_inv());
+    scale_by_powers(values, Domain::coset_shift(), domain.size_inv(), false);
     ntt(values, domain.omega);
 }
 
@@ -197,8 +172,7 @@ pub fn quotient(
             )
         },
     );
-    let g = Scalar::MULTIPLICATIVE_GENERATOR;
-    let zinv = (g.pow_vartime([m as u64]) - Scalar::ONE).invert().unwrap();
+    let zinv = domain.z_on_coset_inv();
     a.par_iter_mut()
         .zip(b.par_iter())
         .zip(c.par_iter())
@@ -206,9 +180,8 @@ pub fn quotient(
         .for_each(|((a, b), c)| *a = (*a * b - c) * zinv);
     drop(b);
     drop(c);
-    ntt(&mut a, domain.omega.invert().unwrap());
-    let minv = Scalar::from(m as u64).invert().unwrap();
-    scale_by_powers(&mut a, g.invert().unwrap(), minv, false);
+    ntt(&mut a, domain.omega_inv());
+    scale_by_powers(&mut a, Domain::coset_shift_inv(), domain.size_inv(), false);
     a.truncate(m - 1);
     a
 }
@@ -237,7 +210,7 @@ mod tests {
     fn ntt_matches_naive_dft() {
         let mut rng = rand::thread_rng();
         for log2 in [0, 1, 2, 3, 5, 11] {
-            let d = Domain::new(log2);
+            let d = Domain::new(log2).unwrap();
             let v: Vec<Scalar> = (0..d.size()).map(|_| Scalar::random(&mut rng)).collect();
             let mut got = v.clone();
             ntt(&mut got, d.omega);
@@ -256,7 +229,7 @@ mod tests {
     fn wide_passes_match_naive_dft() {
         // Blocks of 2^b leave 7 - b wide stages.
         let mut rng = rand::thread_rng();
-        let d = Domain::new(7);
+        let d = Domain::new(7).unwrap();
         let v: Vec<Scalar> = (0..d.size()).map(|_| Scalar::random(&mut rng)).collect();
         let want = naive(&v, d.omega);
         for block_log in [1, 2, 3, 7] {
@@ -269,7 +242,7 @@ mod tests {
         ntt_blocked(&mut got, d.omega.square(), 2);
         assert_ne!(got, want);
         // Large sizes: in-cache blocks agree with blocks of 2 (nearly every stage wide).
-        let d = Domain::new(16);
+        let d = Domain::new(16).unwrap();
         let v: Vec<Scalar> = (0..d.size()).map(|_| Scalar::random(&mut rng)).collect();
         let (mut x, mut y) = (v.clone(), v);
         ntt(&mut x, d.omega);
@@ -280,7 +253,7 @@ mod tests {
     #[test]
     fn ntt_round_trips() {
         let mut rng = rand::thread_rng();
-        let d = Domain::new(17);
+        let d = Domain::new(17).unwrap();
         let v: Vec<Scalar> = (0..d.size()).map(|_| Scalar::random(&mut rng)).collect();
         let mut w = v.clone();
         ntt(&mut w, d.omega);
@@ -296,7 +269,7 @@ mod tests {
         // is A B mod (x^m - 1), so H = (A B - C) / (x^m - 1) is the high half of A B:
         // h_i = (A B)_{i + m}.
         let mut rng = rand::thread_rng();
-        let d = Domain::new(6);
+        let d = Domain::new(6).unwrap();
         let m = d.size();
         let pa: Vec<Scalar> = (0..m).map(|_| Scalar::random(&mut rng)).collect();
         let pb: Vec<Scalar> = (0..m).map(|_| Scalar::random(&mut rng)).collect();

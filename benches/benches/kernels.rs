@@ -17,7 +17,7 @@ fn bench_ntt(c: &mut Criterion) {
     g.sample_size(10);
     let mut rng = rand::thread_rng();
     for k in SIZES {
-        let d = Domain::new(k);
+        let d = Domain::new(k).unwrap();
         let v: Vec<Scalar> = (0..d.size()).map(|_| Scalar::random(&mut rng)).collect();
         g.throughput(Throughput::Elements(d.size() as u64));
         g.bench_with_input(BenchmarkId::from_parameter(k), &v, |b, v| {

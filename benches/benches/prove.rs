@@ -8,6 +8,7 @@ use bellperson::groth16 as bp;
 use blstrs::Bls12;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use prover_core::circuits::DenseCircuit;
+use prover_core::ledger::StageLedger;
 use prover_core::{
     generate_seeded_parameters, prove, CpuSynthesizer, GpuBackend, PointCheck, Stages, Synthesizer,
 };
@@ -45,7 +46,9 @@ fn bench_partition_proof(c: &mut Criterion) {
             prover_core::Parameters::from_bytes(&bytes, PointCheck::Unchecked).unwrap(),
             params
         );
-        let prepared = CpuBackend.prepare(Arc::new(params)).unwrap();
+        let prepared = CpuBackend
+            .prepare(Arc::new(params), &StageLedger::new())
+            .unwrap();
         let circuit = shape.with_witness(3);
         let mut rng = rand::thread_rng();
         g.bench_function(BenchmarkId::new("proofline", k), |b| {

@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use backend_cpu::msm::msm;
+use backend_cpu::msm::{msm, msm_terms};
 use backend_cpu::ntt::{quotient, Domain};
 use filecoin_proofs::SECTOR_SIZE_2_KIB;
 use proofline_filecoin::porep;
 use proofline_filecoin::{cached_parameters, Tree2KiB};
 use prover_core::density::{into_canonical, ScalarBytes};
-use prover_core::{CpuSynthesizer, PointCheck, SynthesizedPartition, Synthesizer};
+use prover_core::{CpuSynthesizer, PointCheck, QueryPlan, SynthesizedPartition, Synthesizer};
 
 fn bits(s: &ScalarBytes) -> u32 {
     let b = &s.0;
@@ -49,11 +49,13 @@ fn main() -> Result<()> {
         .context("a partition")?;
     let time = |what: &str, t: Instant| println!("{what:<12} {:>8.3} s", t.elapsed().as_secs_f64());
     let t = Instant::now();
+    let partition = CpuSynthesizer.synthesize(circuit)?;
+    time("synthesis", t);
+    let plan = QueryPlan::new(&partition, &params)?;
     let SynthesizedPartition {
         evaluations,
         witness,
-    } = CpuSynthesizer.synthesize(circuit)?;
-    time("synthesis", t);
+    } = partition;
 
     let mut hist = [0usize; 6];
     for s in &witness.aux {
@@ -80,7 +82,7 @@ fn main() -> Result<()> {
         witness.b_aux_density.count_ones()
     );
 
-    let domain = Domain::new(params.domain_size().trailing_zeros());
+    let domain = Domain::new(params.domain_size().trailing_zeros())?;
     let t = Instant::now();
     let h = into_canonical(quotient(
         evaluations.a,
@@ -105,31 +107,18 @@ fn main() -> Result<()> {
         let _ = pts.mult(sc, 255);
         time("blst mult h", t);
     }
+    // The query MSMs as the CPU backend runs them: prover-core's query plan, term by term.
     let t = Instant::now();
-    let _ = msm(&params.l, &witness.aux, None);
+    let _ = msm_terms(&params.l, [&plan.l], &witness);
     time("msm l", t);
-    let n_in = witness.input.len();
     let t = Instant::now();
-    let _ = msm(
-        &params.a[n_in..],
-        &witness.aux,
-        Some(&witness.a_aux_density),
-    );
+    let _ = msm_terms(&params.a, &plan.a, &witness);
     time("msm a", t);
-    let b_in = witness.b_input_density.count_ones();
     let t = Instant::now();
-    let _ = msm(
-        &params.b_g1[b_in..],
-        &witness.aux,
-        Some(&witness.b_aux_density),
-    );
+    let _ = msm_terms(&params.b_g1, &plan.b, &witness);
     time("msm b_g1", t);
     let t = Instant::now();
-    let _ = msm(
-        &params.b_g2[b_in..],
-        &witness.aux,
-        Some(&witness.b_aux_density),
-    );
+    let _ = msm_terms(&params.b_g2, &plan.b, &witness);
     time("msm b_g2", t);
     Ok(())
 }

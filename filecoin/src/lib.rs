@@ -22,8 +22,8 @@ use filecoin_proofs::{
 };
 use prover_core::bellpepper_core::Circuit;
 use prover_core::{
-    write_parameters_with_progress, CpuSynthesizer, Engine, GenProgress, GpuBackend, Parameters,
-    PointCheck, Proof, Trapdoor,
+    write_parameters_with_progress, CpuSynthesizer, Engine, GenProgress, Parameters, PointCheck,
+    Proof, Trapdoor,
 };
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
@@ -267,7 +267,6 @@ pub fn prove_circuits<C: Circuit<blstrs::Scalar> + Send + 'static>(
     pw: usize,
 ) -> Result<EngineRun> {
     ensure!(!circuits.is_empty(), "a job without partitions");
-    let prepared = CpuBackend.prepare(params)?;
     let engine: Engine<C, CpuSynthesizer> = Engine::new(
         prover_core::Config {
             pw,
@@ -277,6 +276,7 @@ pub fn prove_circuits<C: Circuit<blstrs::Scalar> + Send + 'static>(
         Arc::new(CpuBackend),
         Arc::new(CpuBackend),
     )?;
+    let prepared = engine.prepare(params)?;
     let proofs = engine
         .submit(&prepared, circuits, &mut rand::thread_rng())?
         .wait();

@@ -348,6 +348,23 @@ fn print_outcome(o: &harness::point::PointOutcome) {
                 o.stats.finalize_seconds,
                 100.0 * o.stats.mean_accelerator_busy()
             );
+    for d in &o.stats.devices {
+        println!(
+            "device {}: busy {:.0}%, {:.3} s in the accelerator, {} partitions, {} failures{}",
+            d.name,
+            100.0 * d.busy_fraction,
+            d.accelerator_seconds,
+            d.partitions,
+            d.failures,
+            if d.in_service { "" } else { ", out of service" }
+        );
+    }
+    if o.stats.fallback_partitions > 0 {
+        println!(
+            "fallback: {} partitions, {:.3} s",
+            o.stats.fallback_partitions, o.stats.fallback_seconds
+        );
+    }
     print_peaks(
         "stage peaks (partitions / bytes):",
         Stage::ALL.iter().map(|s| s.name()),

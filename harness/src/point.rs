@@ -63,6 +63,13 @@ pub struct PointResult {
     pub partitions_verified: u64,
     /// Mean fraction of the wall time the accelerator workers were busy.
     pub accelerator_busy_fraction: Option<f64>,
+    /// Per device: busy fraction, stage time, partitions, failures (absent in files written
+    /// before devices were reported).
+    #[serde(default)]
+    pub devices: Vec<DevicePoint>,
+    /// Partitions the fallback backend ran.
+    #[serde(default)]
+    pub fallback_partitions: u64,
     /// Per stage: peak partitions and peak bytes.
     pub stage_peaks: BTreeMap<String, CountBytes>,
     /// Per buffer kind: peak buffers and peak bytes.
@@ -89,8 +96,46 @@ impl PointResult {
             proofs_failed: 0,
             partitions_verified: 0,
             accelerator_busy_fraction: None,
+            devices: Vec::new(),
+            fallback_partitions: 0,
             stage_peaks: BTreeMap::new(),
             buffer_peaks: BTreeMap::new(),
+        }
+    }
+}
+
+/// One device's figures in a point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DevicePoint {
+    /// The device's ordinal in its backend.
+    pub device: usize,
+    /// Its name (`cpu:0`, `cuda:1`).
+    pub name: String,
+    /// Mean over its workers of the fraction of the wall time spent in the accelerator stage.
+    pub busy_fraction: f64,
+    /// Seconds its workers spent in the accelerator stage, summed.
+    pub accelerator_seconds: f64,
+    /// Partitions it completed.
+    pub partitions: u64,
+    /// Partitions it handed back or panicked on.
+    pub failures: u64,
+    /// Partitions it took over from another device that handed them back.
+    pub retried: u64,
+    /// False if it was taken out of service.
+    pub in_service: bool,
+}
+
+impl From<&prover_core::DeviceStats> for DevicePoint {
+    fn from(d: &prover_core::DeviceStats) -> Self {
+        DevicePoint {
+            device: d.device,
+            name: d.name.clone(),
+            busy_fraction: d.busy_fraction,
+            accelerator_seconds: d.accelerator_seconds,
+            partitions: d.partitions,
+            failures: d.failures,
+            retried: d.retried,
+            in_service: d.in_service,
         }
     }
 }
@@ -207,8 +252,7 @@ pub fn run_jobs(
         jobs,
     } = prepared;
     let backend: Arc<dyn GpuBackend> = Arc::new(CpuBackend);
-    let prepared = backend.prepare(Arc::new(params))?;
-    let pvk = prepare_verifying_key(&prepared.params().vk);
+    let pvk = prepare_verifying_key(&params.vk);
     let config = Config {
         pw,
         release: cfg.release.into(),
@@ -222,8 +266,10 @@ pub fn run_jobs(
         }),
         // The CPU backend is its own fallback: no retry.
         fallback: None,
+        ..Config::default()
     };
     let engine = Engine::new(config, CpuSynthesizer, backend, Arc::new(CpuBackend))?;
+    let prepared = engine.prepare(Arc::new(params))?;
     let baseline = current_rss();
     let sampler = Sampler::start(
         engine.ledger().clone(),
@@ -312,6 +358,8 @@ pub fn run_jobs(
         proofs_failed,
         partitions_verified,
         accelerator_busy_fraction: Some(stats.mean_accelerator_busy()),
+        devices: stats.devices.iter().map(DevicePoint::from).collect(),
+        fallback_partitions: stats.fallback_partitions,
         stage_peaks,
         buffer_peaks,
     };

@@ -152,12 +152,12 @@ pub fn points_csv(points: &[PointResult]) -> String {
         "pw,status,signal,seconds_per_proof (s),proofs_per_minute (1/min),seconds_per_partition (s),\
          wall_seconds (s),params_load_seconds (s),peak_rss_bytes (B),baseline_rss_bytes (B),\
          ledger_peak_bytes (B),proofs_verified (jobs),proofs_failed (jobs),partitions_verified,\
-         accelerator_busy_fraction\n",
+         accelerator_busy_fraction,device_busy_fractions,fallback_partitions\n",
     );
     for p in points {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             p.pw,
             p.status,
             opt(p.signal),
@@ -173,9 +173,23 @@ pub fn points_csv(points: &[PointResult]) -> String {
             p.proofs_failed,
             p.partitions_verified,
             opt(p.accelerator_busy_fraction),
+            device_busy(p, ";"),
+            p.fallback_partitions,
         );
     }
     s
+}
+
+/// Per-device busy fractions, in device order, joined by `sep` (`-` when none was reported).
+fn device_busy(p: &PointResult, sep: &str) -> String {
+    if p.devices.is_empty() {
+        return "-".into();
+    }
+    p.devices
+        .iter()
+        .map(|d| format!("{:.2}", d.busy_fraction))
+        .collect::<Vec<_>>()
+        .join(sep)
 }
 
 /// `timeline-pw<N>.csv`.
@@ -195,27 +209,51 @@ pub fn timeline_csv(samples: &[Sample]) -> String {
     s
 }
 
-/// Reads a timeline written by [`timeline_csv`].
+/// Reads a timeline written by [`timeline_csv`], by header name: a stage whose columns are
+/// missing (a timeline written before that stage existed) reads as zero.
 pub fn parse_timeline_csv(text: &str) -> Result<Vec<Sample>, String> {
-    text.lines()
-        .skip(1)
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .ok_or("timeline is empty")?
+        .split(',')
+        .collect();
+    let col = |name: &str| header.iter().position(|h| *h == name);
+    let need = |name: &str| col(name).ok_or(format!("timeline has no column {name}"));
+    let (t, rss) = (need("t_seconds")?, need("rss_bytes")?);
+    let stage_cols: Vec<(Option<usize>, Option<usize>)> = Stage::ALL
+        .iter()
+        .map(|s| {
+            (
+                col(&format!("{}_count", s.name())),
+                col(&format!("{}_bytes", s.name())),
+            )
+        })
+        .collect();
+    lines
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            if f.len() != 2 + 2 * Stage::ALL.len() {
-                return Err(format!("timeline row has {} fields: {l}", f.len()));
+            if f.len() != header.len() {
+                return Err(format!(
+                    "timeline row has {} fields, the header {}: {l}",
+                    f.len(),
+                    header.len()
+                ));
             }
-            let n = |i: usize| f[i].parse::<u64>().map_err(|e| format!("{l}: {e}"));
+            let n = |i: Option<usize>| {
+                i.map_or(Ok(0), |i| {
+                    f[i].parse::<u64>().map_err(|e| format!("{l}: {e}"))
+                })
+            };
+            let mut stages = [(0, 0); 6];
+            for (slot, (c, b)) in stages.iter_mut().zip(&stage_cols) {
+                *slot = (n(*c)?, n(*b)?);
+            }
             Ok(Sample {
-                t_seconds: f[0].parse().map_err(|e| format!("{l}: {e}"))?,
-                rss_bytes: n(1)?,
-                stages: [
-                    (n(2)?, n(3)?),
-                    (n(4)?, n(5)?),
-                    (n(6)?, n(7)?),
-                    (n(8)?, n(9)?),
-                    (n(10)?, n(11)?),
-                ],
+                t_seconds: f[t].parse().map_err(|e| format!("{l}: {e}"))?,
+                rss_bytes: n(Some(rss))?,
+                stages,
             })
         })
         .collect()
@@ -224,7 +262,7 @@ pub fn parse_timeline_csv(text: &str) -> Result<Vec<Sample>, String> {
 /// The summary table printed at the end of a sweep.
 pub fn table(points: &[PointResult]) -> String {
     let mut s = format!(
-        "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5}\n",
+        "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5} {:>11}\n",
         "pw",
         "status",
         "s/proof",
@@ -235,7 +273,8 @@ pub fn table(points: &[PointResult]) -> String {
         "ledger pk",
         "diff",
         "verified",
-        "busy"
+        "busy",
+        "device busy"
     );
     for p in points {
         let rss_delta = match (p.peak_rss_bytes, p.baseline_rss_bytes) {
@@ -256,7 +295,7 @@ pub fn table(points: &[PointResult]) -> String {
         };
         let _ = writeln!(
             s,
-            "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5}",
+            "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5} {:>11}",
             p.pw,
             status,
             f(p.seconds_per_proof, 2),
@@ -272,6 +311,7 @@ pub fn table(points: &[PointResult]) -> String {
                 p.proofs_verified + p.proofs_failed
             ),
             f(p.accelerator_busy_fraction, 2),
+            device_busy(p, "/"),
         );
     }
     s
@@ -499,10 +539,11 @@ where
     Ok(())
 }
 
-const STAGE_COLORS: [RGBColor; 5] = [
+const STAGE_COLORS: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
+    RGBColor(140, 86, 75),
     RGBColor(255, 127, 14),
     RGBColor(148, 103, 189),
 ];
@@ -620,12 +661,22 @@ mod tests {
         let s = vec![Sample {
             t_seconds: 0.5,
             rss_bytes: 1 << 20,
-            stages: [(1, 2), (3, 4), (5, 6), (7, 8), (9, 10)],
+            stages: [(1, 2), (3, 4), (5, 6), (7, 8), (9, 10), (11, 12)],
         }];
         let text = timeline_csv(&s);
         assert!(text.starts_with("t_seconds,rss_bytes,synthesizing_count,synthesizing_bytes,"));
         assert_eq!(parse_timeline_csv(&text).unwrap(), s);
         assert!(parse_timeline_csv("h\n1,2,3\n").is_err());
+        // Read by header: columns in another order, and a timeline from before the fallback
+        // stage existed (its columns read as zero).
+        let old = "rss_bytes,t_seconds,synthesizing_count,synthesizing_bytes\n7,0.25,1,2\n";
+        let got = parse_timeline_csv(old).unwrap();
+        assert_eq!(got[0].rss_bytes, 7);
+        assert_eq!(got[0].t_seconds, 0.25);
+        assert_eq!(got[0].stages[0], (1, 2));
+        assert_eq!(got[0].stages[3], (0, 0));
+        // Twin: a row shorter than its header is an error.
+        assert!(parse_timeline_csv("t_seconds,rss_bytes\n0.1\n").is_err());
     }
 
     #[test]

@@ -1,14 +1,13 @@
-//! The memory budget: weighted RAII permits over bytes.
+//! The memory budget: weighted RAII permits over bytes (the engine's one [`Semaphore`] type).
 //!
 //! A partition's estimated bytes are reserved before its synthesis starts and given back in two
 //! steps: the a/b/c share when the accelerator stage ends, the rest when the partition leaves the
 //! ledger. Permits count bytes in a `u64` (no unit conversion, no overflow at hundreds of GiB).
 
-use std::fmt;
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
 
 use crate::error::{Error, Result};
+use crate::permit::{Permit, Semaphore};
 
 /// How the budget's size is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,8 +29,8 @@ impl BudgetSize {
                     cgroup_limit()
                         .or_else(mem_available)
                         .ok_or_else(|| {
-                            Error::Malformed {
-                    what: "memory budget",
+                            Error::Resource {
+                    what: "the memory budget",
                     detail: "auto: neither a cgroup memory limit nor /proc/meminfo could be read"
                         .into(),
                 }
@@ -80,137 +79,45 @@ pub fn mem_available() -> Option<u64> {
     Some(kib * 1024)
 }
 
-struct State {
-    available: u64,
-}
-
-struct Inner {
-    capacity: u64,
-    state: Mutex<State>,
-    freed: Condvar,
-}
-
-/// A byte budget shared by every partition of an engine.
-#[derive(Clone)]
+/// A byte budget shared by every partition of an engine: a [`Semaphore`] over bytes.
+#[derive(Clone, Debug)]
 pub struct MemoryBudget {
-    inner: Arc<Inner>,
+    bytes: Semaphore,
 }
 
-impl fmt::Debug for MemoryBudget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MemoryBudget")
-            .field("capacity", &self.inner.capacity)
-            .field("available", &self.available())
-            .finish()
-    }
-}
+/// Reserved budget bytes (a [`Permit`] whose units are bytes).
+pub type BudgetPermit = Permit;
 
 impl MemoryBudget {
     /// A budget of `capacity` bytes.
     pub fn new(capacity: u64) -> Self {
         MemoryBudget {
-            inner: Arc::new(Inner {
-                capacity,
-                state: Mutex::new(State {
-                    available: capacity,
-                }),
-                freed: Condvar::new(),
-            }),
+            bytes: Semaphore::new(capacity),
         }
     }
 
     /// The size of the budget.
     pub fn capacity(&self) -> u64 {
-        self.inner.capacity
+        self.bytes.capacity()
     }
 
     /// Bytes not reserved now.
     pub fn available(&self) -> u64 {
-        self.inner
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .available
+        self.bytes.available()
     }
 
     /// Reserves `bytes`, waiting until they are free. More than the whole budget is an error at
     /// once (it could never be granted), never a wait.
     pub fn acquire(&self, bytes: u64) -> Result<BudgetPermit> {
-        if bytes > self.inner.capacity {
-            return Err(Error::OverBudget {
-                needed: bytes,
-                budget: self.inner.capacity,
-            });
-        }
-        let mut st = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
-        while st.available < bytes {
-            st = self.inner.freed.wait(st).unwrap_or_else(|e| e.into_inner());
-        }
-        st.available -= bytes;
-        Ok(BudgetPermit {
-            budget: self.clone(),
-            bytes,
+        self.bytes.acquire(bytes).ok_or(Error::OverBudget {
+            needed: bytes,
+            budget: self.capacity(),
         })
     }
 
     /// Reserves `bytes` if they are free now, without waiting.
     pub fn try_acquire(&self, bytes: u64) -> Option<BudgetPermit> {
-        let mut st = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
-        if st.available < bytes {
-            return None;
-        }
-        st.available -= bytes;
-        Some(BudgetPermit {
-            budget: self.clone(),
-            bytes,
-        })
-    }
-
-    fn give_back(&self, bytes: u64) {
-        if bytes == 0 {
-            return;
-        }
-        let mut st = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.available += bytes;
-        debug_assert!(st.available <= self.inner.capacity);
-        drop(st);
-        self.inner.freed.notify_all();
-    }
-}
-
-/// Reserved bytes; given back when dropped, or in parts with [`BudgetPermit::release`].
-#[must_use = "dropping the permit gives its bytes back at once"]
-#[derive(Debug)]
-pub struct BudgetPermit {
-    budget: MemoryBudget,
-    bytes: u64,
-}
-
-impl BudgetPermit {
-    /// Bytes still reserved.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
-    }
-
-    /// Gives back up to `bytes` of the reservation now (the first of the two steps).
-    pub fn release(&mut self, bytes: u64) {
-        let b = bytes.min(self.bytes);
-        self.bytes -= b;
-        self.budget.give_back(b);
-    }
-}
-
-impl BudgetPermit {
-    /// Merges another permit of the same budget into this one.
-    pub fn absorb(&mut self, mut other: BudgetPermit) {
-        debug_assert!(Arc::ptr_eq(&self.budget.inner, &other.budget.inner));
-        self.bytes += std::mem::take(&mut other.bytes);
-    }
-}
-
-impl Drop for BudgetPermit {
-    fn drop(&mut self) {
-        self.budget.give_back(self.bytes);
+        self.bytes.try_acquire(bytes)
     }
 }
 
@@ -224,7 +131,7 @@ mod tests {
         let mut p = b.acquire(80).unwrap();
         assert_eq!(b.available(), 20);
         let b2 = b.clone();
-        let waiter = std::thread::spawn(move || b2.acquire(50).map(|p| p.bytes()));
+        let waiter = std::thread::spawn(move || b2.acquire(50).map(|p| p.amount()));
         p.release(30);
         // 50 free now: the waiter gets through.
         assert_eq!(waiter.join().unwrap().unwrap(), 50);
@@ -244,7 +151,7 @@ mod tests {
             })
         ));
         // Twin: exactly the budget is fine.
-        assert_eq!(b.acquire(100).unwrap().bytes(), 100);
+        assert_eq!(b.acquire(100).unwrap().amount(), 100);
     }
 
     #[test]

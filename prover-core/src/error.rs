@@ -109,7 +109,7 @@ pub enum Error {
     #[error("synthesis: {0}")]
     Synthesis(#[from] bellpepper_core::SynthesisError),
     /// The circuit needs a larger evaluation domain than BLS12-381's Fr supports.
-    #[error("circuit needs an evaluation domain of 2^{log2} > 2^32")]
+    #[error("circuit needs an evaluation domain of 2^{log2}; BLS12-381's Fr allows at most 2^31")]
     DomainTooLarge {
         /// log2 of the needed domain.
         log2: u32,
@@ -150,6 +150,31 @@ pub enum Error {
         /// The budget.
         budget: u64,
     },
+    /// An option or a combination of options that cannot run (engine configuration, a prove
+    /// request).
+    #[error("invalid {what}: {detail}")]
+    InvalidConfig {
+        /// What is configured.
+        what: &'static str,
+        /// What is wrong, and what would be accepted.
+        detail: String,
+    },
+    /// A resource could not be obtained (threads, a device, a memory limit reading).
+    #[error("could not obtain {what}: {detail}")]
+    Resource {
+        /// The resource.
+        what: &'static str,
+        /// Why.
+        detail: String,
+    },
+    /// Parameters prepared by one backend were given to another.
+    #[error("parameters were prepared by backend {prepared} but are used with backend {used}: prepare them with the backend that proves")]
+    BackendMismatch {
+        /// The backend that prepared them.
+        prepared: String,
+        /// The backend they were given to.
+        used: String,
+    },
     /// The job was cancelled.
     #[error("job cancelled")]
     Cancelled,
@@ -175,6 +200,19 @@ impl Error {
             source,
         }
     }
+}
+
+/// Runs `f`, turning a panic into [`Error::Panicked`] for `stage`: the one place where a stage's
+/// panic is caught, so a panicking backend fails its partition instead of the engine.
+pub fn catch_panic<T>(stage: &'static str, f: impl FnOnce() -> T) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| Error::Panicked {
+        stage,
+        message: p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "non-string panic payload".into()),
+    })
 }
 
 /// Result alias of the core crate.

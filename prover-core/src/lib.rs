@@ -5,22 +5,30 @@
 //! - [`generator`]: seeded parameter generation, interchangeable with bellperson's.
 //! - [`verify`]: single and batch verification.
 //! - [`synthesize`], [`stages`], [`prove`]: the three stage traits (`Synthesizer`,
-//!   `GpuBackend`, `Finalizer`) and the one-call prover over them.
-//! - [`ledger`]: the stage ledger (partitions and buffer bytes per stage, live and peak).
-//! - [`engine`], [`budget`], [`sampler`]: the pipeline engine with synthesis permits, a bounded
-//!   accelerator queue and a byte budget; the ledger's timeline.
+//!   `GpuBackend` with its per-worker `AcceleratorWorker`, `Finalizer`) and the one-call prover
+//!   over them.
+//! - [`domain`], [`plan`]: the evaluation domain and the query plan (which bases meet which
+//!   scalars) that every backend executes.
+//! - [`ledger`]: the stage ledger (partitions and buffer bytes per stage, host and device, live
+//!   and peak; resident per-parameters entries).
+//! - [`engine`], [`permit`], [`budget`], [`sampler`]: the pipeline engine with synthesis
+//!   permits, a bounded accelerator queue, device routing with a bounded fallback, and a byte
+//!   budget; the ledger's timeline.
 //! - [`circuits`]: demo workloads for tests, benchmarks and the `prove` command.
 #![warn(missing_docs)]
 
 pub mod budget;
 pub mod circuits;
 pub mod density;
+pub mod domain;
 mod encoding;
 pub mod engine;
 pub mod error;
 pub mod generator;
 pub mod ledger;
 pub mod params;
+pub mod permit;
+pub mod plan;
 pub mod proof;
 pub mod prove;
 pub mod sampler;
@@ -30,19 +38,21 @@ pub mod verify;
 
 pub use bellpepper_core;
 pub use blstrs;
+pub use domain::Domain;
 pub use encoding::{EncodedPoint, PointCheck};
-pub use engine::{Config, Engine, EngineStats, JobHandle, ReleasePolicy};
-pub use error::{Error, PointError, Result};
+pub use engine::{Config, DeviceStats, Engine, EngineStats, JobHandle, ReleasePolicy};
+pub use error::{catch_panic, Error, PointError, Result};
 pub use generator::{
     generate_parameters, generate_parameters_with_progress, generate_random_parameters,
     generate_seeded_parameters, write_parameters_with_progress, GenProgress, Trapdoor,
 };
 pub use params::{Parameters, VerifyingKey};
+pub use plan::{MsmTerm, QueryPlan};
 pub use proof::Proof;
 pub use prove::{prove, prove_with_randomness, Stages};
 pub use stages::{
-    assemble, AcceleratorSums, Finalizer, FinishedPartition, GpuBackend, HandBack, PendingProof,
-    PreparedParameters, Randomness,
+    assemble, AcceleratorSums, AcceleratorWorker, Finalizer, FinishedPartition, GpuBackend,
+    HandBack, PendingProof, PreparedParameters, Randomness,
 };
 pub use synthesize::{
     CpuSynthesizer, Evaluations, PartitionShape, SynthesizedPartition, Synthesizer, Witness,

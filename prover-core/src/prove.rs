@@ -1,10 +1,12 @@
-//! The one-call prover: the three stages over a list of partitions, one partition at a time.
-//! (The pipelined engine, with its ledger and backpressure, is built on the same stages.)
+//! The one-call prover: the three stages over a list of partitions, one partition at a time,
+//! on device 0 of the backend. (The pipelined engine, with its ledger, backpressure and device
+//! routing, is built on the same stages.)
 
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
 
 use crate::error::{Error, Result};
+use crate::ledger::{Stage, StageLedger};
 use crate::proof::Proof;
 use crate::stages::{Finalizer, GpuBackend, PreparedParameters, Randomness};
 use crate::synthesize::Synthesizer;
@@ -32,7 +34,7 @@ where
     C: Circuit<Scalar>,
 {
     if circuits.len() != randomness.len() {
-        return Err(Error::Malformed {
+        return Err(Error::InvalidConfig {
             what: "prove request",
             detail: format!(
                 "{} circuits but {} randomisers",
@@ -41,6 +43,7 @@ where
             ),
         });
     }
+    prepared.check_backend(stages.backend.name())?;
     let failed = |partition, stage| {
         move |e: Error| Error::PartitionFailed {
             partition,
@@ -48,19 +51,23 @@ where
             source: Box::new(e),
         }
     };
+    let mut worker = stages.backend.worker(0, 0)?;
+    // A private ledger: the backend registers its buffers somewhere, and nobody reads it.
+    let ledger = StageLedger::new();
     let mut proofs = Vec::with_capacity(circuits.len());
     for (i, (circuit, rs)) in circuits.into_iter().zip(randomness).enumerate() {
         let partition = stages
             .synthesizer
             .synthesize(circuit)
             .map_err(failed(i, "synthesis"))?;
-        let pending = stages
-            .backend
-            .accelerate(prepared, partition)
+        let mut token = ledger.enter(Stage::OnAccelerator, 0, i);
+        let pending = worker
+            .accelerate(prepared, partition, &mut token.backend_buffers())
             .map_err(|h| failed(i, "accelerator")(h.error))?;
+        drop(token);
         let finished = stages
             .finalizer
-            .finalize(prepared.params(), pending, *rs)
+            .finalize(prepared, pending, *rs)
             .map_err(failed(i, "finalize"))?;
         drop(finished.remains);
         proofs.push(finished.proof);

@@ -15,7 +15,7 @@ pub struct Sample {
     /// Resident set size of the process, bytes (0 where it cannot be read).
     pub rss_bytes: u64,
     /// Per stage in [`Stage::ALL`] order: live partitions and live bytes.
-    pub stages: [(u64, u64); 5],
+    pub stages: [(u64, u64); 6],
 }
 
 impl Sample {

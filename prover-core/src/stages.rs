@@ -9,7 +9,9 @@ use blstrs::{G1Projective, G2Projective, Scalar};
 use group::{prime::PrimeCurveAffine, Curve, Group};
 
 use crate::error::{Error, Result};
+use crate::ledger::{BackendBuffers, StageLedger};
 use crate::params::{Parameters, VerifyingKey};
+use crate::plan::QueryPlan;
 use crate::proof::Proof;
 use crate::synthesize::{SynthesizedPartition, Witness};
 
@@ -31,6 +33,11 @@ pub struct AcceleratorSums {
 pub struct PendingProof {
     /// The four G1 sums.
     pub sums: AcceleratorSums,
+    /// `sum_i z_i * B_i` over the B query in G2, when the accelerator computed it (a device
+    /// backend with the b_g2 bases resident); `None` leaves it to the finalizer.
+    pub b_g2: Option<G2Projective>,
+    /// The partition's query plan (the finalizer's b_g2 MSM follows it).
+    pub plan: QueryPlan,
     /// The witness (a/b/c are gone).
     pub witness: Witness,
 }
@@ -86,9 +93,28 @@ impl PreparedParameters {
         &self.backend
     }
 
-    /// The backend's state, if it is of type `T`.
-    pub fn state<T: Any + Send + Sync>(&self) -> Option<&T> {
-        self.state.as_deref().and_then(|s| s.downcast_ref())
+    /// Checks that these parameters were prepared by the backend named `backend`.
+    pub fn check_backend(&self, backend: &str) -> Result<()> {
+        if self.backend == backend {
+            Ok(())
+        } else {
+            Err(Error::BackendMismatch {
+                prepared: self.backend.clone(),
+                used: backend.to_string(),
+            })
+        }
+    }
+
+    /// The backend's state, which must be of type `T`: parameters prepared by another backend,
+    /// or without state, are an error naming both, never a silent `None`.
+    pub fn state<T: Any + Send + Sync>(&self) -> Result<&T> {
+        self.state
+            .as_deref()
+            .and_then(|s| s.downcast_ref())
+            .ok_or_else(|| Error::BackendMismatch {
+                prepared: self.backend.clone(),
+                used: std::any::type_name::<T>().to_string(),
+            })
     }
 }
 
@@ -102,20 +128,49 @@ impl fmt::Debug for PreparedParameters {
     }
 }
 
-/// Stage 2: H through iNTT, coset NTT and coset iNTT; the raw MSM sums for h, l, a and b_g1.
+/// Stage 2: H through iNTT, coset NTT and coset iNTT; the raw MSM sums for h, l, a and b_g1
+/// (and b_g2 where the backend can). A backend has one or more devices; the engine creates one
+/// [`AcceleratorWorker`] per worker thread and device, once, and routes each partition to one
+/// device for its whole accelerator stage.
 pub trait GpuBackend: Send + Sync {
-    /// A short name for logs and errors (`cpu`, `cuda:0`, ...).
+    /// A short name for logs and errors (`cpu`, `cuda`, ...); prepared parameters carry it.
     fn name(&self) -> &str;
 
-    /// Per-parameters preparation, done once and reused across partitions and jobs.
-    fn prepare(&self, params: Arc<Parameters>) -> Result<PreparedParameters>;
+    /// How many devices the backend drives (ordinals `0..device_count()`).
+    fn device_count(&self) -> usize;
 
-    /// Runs the stage. a/b/c are released when it ends; on error the partition is handed back
+    /// A device's name in reports (`cuda:0`).
+    fn device_name(&self, device: usize) -> String {
+        format!("{}:{device}", self.name())
+    }
+
+    /// Per-parameters preparation, done once and reused across partitions and jobs (bases
+    /// uploaded to the devices, pinned pools). Per-parameters buffers are registered in
+    /// `ledger` as resident entries whose tokens the returned state holds.
+    fn prepare(&self, params: Arc<Parameters>, ledger: &StageLedger) -> Result<PreparedParameters>;
+
+    /// The most host bytes the backend registers for one partition during its accelerator
+    /// stage (pinned staging, host temporaries: [`crate::ledger::BackendBuffer`]'s host
+    /// kinds), so that the byte budget reserves them with the partition. None by default.
+    fn partition_host_bytes(&self, _params: &Parameters) -> u64 {
+        0
+    }
+
+    /// A worker context for `device` (its stream, pinned staging, device scratch), created once
+    /// on the thread that will use it; `slot` numbers the workers of one device.
+    fn worker(&self, device: usize, slot: usize) -> Result<Box<dyn AcceleratorWorker>>;
+}
+
+/// One accelerator worker: owns its context, so the hot path takes no lock.
+pub trait AcceleratorWorker: Send {
+    /// Runs the stage on this worker's device. a/b/c are released when it ends; the backend's
+    /// own buffers are registered through `buffers`. On error the partition is handed back
     /// untouched.
     fn accelerate(
-        &self,
+        &mut self,
         prepared: &PreparedParameters,
         partition: SynthesizedPartition,
+        buffers: &mut BackendBuffers<'_>,
     ) -> Result<PendingProof, HandBack>;
 }
 
@@ -148,15 +203,16 @@ pub struct FinishedPartition {
     pub remains: Witness,
 }
 
-/// Stage 3: the b_g2 MSM and the proof assembly with r and s.
+/// Stage 3: the b_g2 MSM (unless the accelerator returned it) and the proof assembly with r
+/// and s.
 pub trait Finalizer: Send + Sync {
     /// A short name for logs and errors.
     fn name(&self) -> &str;
 
-    /// Computes the b_g2 sum and assembles the proof.
+    /// Computes the b_g2 sum if `pending` lacks it, and assembles the proof.
     fn finalize(
         &self,
-        params: &Parameters,
+        prepared: &PreparedParameters,
         pending: PendingProof,
         randomness: Randomness,
     ) -> Result<FinishedPartition>;

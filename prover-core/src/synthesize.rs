@@ -177,6 +177,32 @@ pub trait Synthesizer: Send + Sync {
     fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<SynthesizedPartition>;
 }
 
+/// The steps the parameter generator and the synthesizer must take alike, in bellperson's
+/// order: the constant ONE as input 0, the circuit, then one `input * 0 = 0` constraint per
+/// input (so that every input is in the A query). `inputs` reads the input count after the
+/// circuit has run.
+pub(crate) fn synthesize_in_bellperson_shape<CS, C>(
+    cs: &mut CS,
+    circuit: C,
+    inputs: impl FnOnce(&CS) -> usize,
+) -> std::result::Result<(), SynthesisError>
+where
+    CS: ConstraintSystem<Scalar>,
+    C: Circuit<Scalar>,
+{
+    cs.alloc_input(|| "ONE", || Ok(Scalar::ONE))?;
+    circuit.synthesize(cs)?;
+    for i in 0..inputs(cs) {
+        cs.enforce(
+            || "input constraint",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
+    }
+    Ok(())
+}
+
 /// Synthesis on the calling thread, exactly as bellperson's prover does it (the constant ONE
 /// input, the circuit, then one `input * 0 = 0` constraint per input), with a satisfiability
 /// check: an unsatisfied constraint is an error that names it, never a proof that fails later.
@@ -186,16 +212,7 @@ pub struct CpuSynthesizer;
 impl Synthesizer for CpuSynthesizer {
     fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<SynthesizedPartition> {
         let mut cs = ProvingAssignment::default();
-        cs.alloc_input(|| "ONE", || Ok(Scalar::ONE))?;
-        circuit.synthesize(&mut cs)?;
-        for i in 0..cs.input.len() {
-            cs.enforce(
-                || "input constraint",
-                |lc| lc + Variable::new_unchecked(Index::Input(i)),
-                |lc| lc,
-                |lc| lc,
-            );
-        }
+        synthesize_in_bellperson_shape(&mut cs, circuit, |cs| cs.input.len())?;
         if let Some((index, annotation)) = cs.unsatisfied {
             return Err(Error::Unsatisfied { index, annotation });
         }

@@ -1,15 +1,22 @@
-//! Helpers shared by proofline's integration tests: random satisfiable circuits and one-call
-//! proving with the CPU backend.
+//! Helpers shared by proofline's integration tests: random satisfiable circuits, one-call
+//! proving with the CPU backend, and a fault-injecting test backend with emulated devices.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use backend_cpu::CpuBackend;
+use backend_cpu::{CpuBackend, CpuWorker};
 use blstrs::Scalar;
 use ff::Field;
 use prover_core::bellpepper_core::{
     Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable,
 };
-use prover_core::{CpuSynthesizer, GpuBackend, Parameters, PreparedParameters, Proof, Stages};
+use prover_core::ledger::{
+    BackendBuffer, BackendBuffers, ResidentKind, ResidentToken, StageLedger,
+};
+use prover_core::{
+    AcceleratorWorker, CpuSynthesizer, GpuBackend, HandBack, Parameters, PendingProof,
+    PreparedParameters, Proof, Stages, SynthesizedPartition,
+};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
@@ -139,8 +146,18 @@ impl Circuit<Scalar> for RandomCircuit {
 /// Prepared parameters for the CPU backend.
 pub fn prepare_cpu(params: Parameters) -> PreparedParameters {
     CpuBackend
-        .prepare(Arc::new(params))
+        .prepare(Arc::new(params), &StageLedger::new())
         .expect("the CPU backend prepares any parameters")
+}
+
+/// Runs the CPU accelerator on one partition (a private ledger takes its buffers).
+pub fn accelerate_cpu(
+    prepared: &PreparedParameters,
+    partition: SynthesizedPartition,
+) -> Result<PendingProof, HandBack> {
+    let ledger = StageLedger::new();
+    let mut token = ledger.enter(prover_core::ledger::Stage::OnAccelerator, 0, 0);
+    CpuWorker.accelerate(prepared, partition, &mut token.backend_buffers())
 }
 
 /// The CPU stages.
@@ -177,7 +194,7 @@ pub enum Behaviour {
 pub struct Gate {
     open: std::sync::Mutex<bool>,
     cv: std::sync::Condvar,
-    arrived: std::sync::atomic::AtomicUsize,
+    arrived: AtomicUsize,
 }
 
 impl Gate {
@@ -201,12 +218,11 @@ impl Gate {
 
     /// Calls that have reached the gate.
     pub fn arrived(&self) -> usize {
-        self.arrived.load(std::sync::atomic::Ordering::Acquire)
+        self.arrived.load(Ordering::Acquire)
     }
 
     fn pass(&self) {
-        self.arrived
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        self.arrived.fetch_add(1, Ordering::AcqRel);
         let mut open = self.open.lock().unwrap();
         while !*open {
             open = self.cv.wait(open).unwrap();
@@ -214,13 +230,64 @@ impl Gate {
     }
 }
 
-/// A backend for engine tests: the CPU backend behind a gate, failing or panicking on the
-/// partitions whose first public input the test picked.
+/// Bytes the test backend registers as its emulated device's copy of the bases.
+pub fn emulated_bases_bytes(params: &Parameters) -> u64 {
+    let g1 = params.h.len() + params.l.len() + params.a.len() + params.b_g1.len();
+    (g1 * 96 + params.b_g2.len() * 192) as u64
+}
+
+/// A backend for engine and conformance tests: emulated devices that prove on the CPU behind a
+/// gate, register device and pinned buffers in the ledger as a device backend would, and fail
+/// on purpose: on the partitions whose first public input a rule names (any device), or every
+/// `n`-th partition a device receives (`fail_every`; 1 = every partition).
 pub struct TestBackend {
     /// The gate.
     pub gate: Arc<Gate>,
     /// First public input -> behaviour (anything else passes).
     pub rules: Vec<(Scalar, Behaviour)>,
+    /// Per emulated device: hand back every n-th partition it receives (`None`: never).
+    pub fail_every: Vec<Option<usize>>,
+    /// Per emulated device: partitions received.
+    pub received: Arc<Vec<AtomicUsize>>,
+}
+
+impl TestBackend {
+    /// One emulated device, failing only by `rules`.
+    pub fn new(gate: Arc<Gate>, rules: Vec<(Scalar, Behaviour)>) -> Self {
+        Self::with_devices(gate, rules, vec![None])
+    }
+
+    /// One emulated device per entry of `fail_every`.
+    pub fn with_devices(
+        gate: Arc<Gate>,
+        rules: Vec<(Scalar, Behaviour)>,
+        fail_every: Vec<Option<usize>>,
+    ) -> Self {
+        let received = Arc::new(fail_every.iter().map(|_| AtomicUsize::new(0)).collect());
+        TestBackend {
+            gate,
+            rules,
+            fail_every,
+            received,
+        }
+    }
+
+    /// One device handing back every `n`-th partition (for the conformance suite).
+    pub fn failing_every(n: usize) -> Self {
+        Self::with_devices(Gate::opened(), vec![], vec![Some(n)])
+    }
+}
+
+/// The pinned staging the test backend registers per partition: one of a, b, c.
+fn pinned_bytes(params: &Parameters) -> u64 {
+    prover_core::engine::estimate_partition_bytes(params).0 / 3
+}
+
+/// What the test backend prepares: the CPU backend's preparation, and the emulated device's
+/// copy of the bases as a resident entry.
+struct TestPrepared {
+    cpu: PreparedParameters,
+    _bases: Vec<ResidentToken>,
 }
 
 impl GpuBackend for TestBackend {
@@ -228,16 +295,103 @@ impl GpuBackend for TestBackend {
         "test"
     }
 
-    fn prepare(&self, params: Arc<Parameters>) -> prover_core::Result<PreparedParameters> {
-        CpuBackend.prepare(params)
+    fn device_count(&self) -> usize {
+        self.fail_every.len()
     }
 
-    fn accelerate(
+    fn prepare(
         &self,
+        params: Arc<Parameters>,
+        ledger: &StageLedger,
+    ) -> prover_core::Result<PreparedParameters> {
+        let bases = emulated_bases_bytes(&params);
+        let state = TestPrepared {
+            cpu: CpuBackend.prepare(params.clone(), ledger)?,
+            _bases: (0..self.device_count())
+                .map(|_| ledger.resident(ResidentKind::DeviceBases, bases))
+                .collect(),
+        };
+        Ok(PreparedParameters::new(
+            params,
+            "test",
+            Some(Arc::new(state)),
+        ))
+    }
+
+    fn partition_host_bytes(&self, params: &Parameters) -> u64 {
+        pinned_bytes(params)
+    }
+
+    fn worker(
+        &self,
+        device: usize,
+        _slot: usize,
+    ) -> prover_core::Result<Box<dyn AcceleratorWorker>> {
+        if device >= self.device_count() {
+            return Err(prover_core::Error::InvalidConfig {
+                what: "device",
+                detail: format!("the test backend has no device {device}"),
+            });
+        }
+        Ok(Box::new(TestWorker {
+            gate: self.gate.clone(),
+            rules: self.rules.clone(),
+            fail_every: self.fail_every[device],
+            received: self.received.clone(),
+            device,
+        }))
+    }
+}
+
+struct TestWorker {
+    gate: Arc<Gate>,
+    rules: Vec<(Scalar, Behaviour)>,
+    fail_every: Option<usize>,
+    received: Arc<Vec<AtomicUsize>>,
+    device: usize,
+}
+
+fn hand_back(partition: SynthesizedPartition, detail: &str) -> HandBack {
+    HandBack {
+        partition: Box::new(partition),
+        error: prover_core::Error::Malformed {
+            what: "test backend",
+            detail: detail.into(),
+        },
+    }
+}
+
+impl AcceleratorWorker for TestWorker {
+    fn accelerate(
+        &mut self,
         prepared: &PreparedParameters,
-        partition: prover_core::SynthesizedPartition,
-    ) -> Result<prover_core::PendingProof, prover_core::HandBack> {
+        partition: SynthesizedPartition,
+        buffers: &mut BackendBuffers<'_>,
+    ) -> Result<PendingProof, HandBack> {
         self.gate.pass();
+        let n = self.received[self.device].fetch_add(1, Ordering::AcqRel) + 1;
+        let state = match prepared.state::<TestPrepared>() {
+            Ok(s) => s,
+            Err(e) => {
+                return Err(HandBack {
+                    partition: Box::new(partition),
+                    error: e,
+                })
+            }
+        };
+        // What a device backend holds per partition: a/b/c on the device, a pinned staging
+        // copy of the largest vector.
+        buffers.register(
+            BackendBuffer::DeviceAbc,
+            partition.evaluations.heap_bytes() as u64,
+        );
+        buffers.register(
+            BackendBuffer::PinnedStaging,
+            pinned_bytes(prepared.params()),
+        );
+        if self.fail_every.is_some_and(|k| n % k == 0) {
+            return Err(hand_back(partition, "failing on purpose (every n-th)"));
+        }
         let first = partition.witness.input.get(1).and_then(|b| b.to_scalar());
         let behaviour = self
             .rules
@@ -245,14 +399,12 @@ impl GpuBackend for TestBackend {
             .find(|(x, _)| Some(*x) == first)
             .map_or(Behaviour::Pass, |r| r.1);
         match behaviour {
-            Behaviour::Pass => CpuBackend.accelerate(prepared, partition),
-            Behaviour::Fail => Err(prover_core::HandBack {
-                partition: Box::new(partition),
-                error: prover_core::Error::Malformed {
-                    what: "test backend",
-                    detail: "failing on purpose".into(),
-                },
-            }),
+            Behaviour::Pass => {
+                let out = CpuWorker.accelerate(&state.cpu, partition, buffers);
+                buffers.release(BackendBuffer::DeviceAbc);
+                out
+            }
+            Behaviour::Fail => Err(hand_back(partition, "failing on purpose")),
             Behaviour::Panic => panic!("test backend panics on purpose"),
         }
     }

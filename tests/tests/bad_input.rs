@@ -1,10 +1,9 @@
 //! Bad input gets a typed error that says what is wrong, never a panic.
 
-use backend_cpu::CpuBackend;
-use proofline_tests::{cpu_stages, prepare_cpu, prove_one, RandomCircuit};
+use proofline_tests::{accelerate_cpu, cpu_stages, prepare_cpu, prove_one, RandomCircuit};
 use prover_core::{
     generate_seeded_parameters, prepare_verifying_key, verify_proof, CpuSynthesizer, Error,
-    GpuBackend, Parameters, PointCheck, PointError, Proof, Synthesizer, VerifyingKey,
+    Parameters, PointCheck, PointError, Proof, Synthesizer, VerifyingKey,
 };
 use rand::{Rng, RngCore};
 
@@ -348,7 +347,7 @@ fn a_circuit_of_another_shape_is_handed_back_untouched() {
     let partition = CpuSynthesizer.synthesize(other.clone()).unwrap();
     let witness_before = partition.witness.aux.clone();
     let a_before = partition.evaluations.a.clone();
-    let back = CpuBackend.accelerate(&prepared, partition).unwrap_err();
+    let back = accelerate_cpu(&prepared, partition).unwrap_err();
     assert!(
         matches!(
             back.error,

@@ -5,15 +5,15 @@ use std::sync::{Arc, Mutex};
 
 use backend_cpu::CpuBackend;
 use blstrs::Scalar;
-use proofline_tests::{prepare_cpu, wait_until, Behaviour, Gate, RandomCircuit, TestBackend};
+use proofline_tests::{wait_until, Behaviour, Gate, RandomCircuit, TestBackend};
 use proptest::prelude::*;
 use prover_core::bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use prover_core::budget::BudgetSize;
 use prover_core::engine::estimate_partition_bytes;
-use prover_core::ledger::Stage;
+use prover_core::ledger::{Stage, StageLedger};
 use prover_core::{
     generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Config, CpuSynthesizer,
-    Engine, Error, PreparedParameters, PreparedVerifyingKey, ReleasePolicy,
+    Engine, Error, GpuBackend, PreparedParameters, PreparedVerifyingKey, ReleasePolicy,
 };
 
 const INPUTS: usize = 2;
@@ -27,7 +27,11 @@ fn setup() -> (PreparedParameters, PreparedVerifyingKey) {
     )
     .unwrap();
     let pvk = prepare_verifying_key(&params.vk);
-    (prepare_cpu(params), pvk)
+    // Prepared by the test backend, as the engines below use it.
+    let prepared = TestBackend::new(Gate::opened(), vec![])
+        .prepare(Arc::new(params), &StageLedger::new())
+        .unwrap();
+    (prepared, pvk)
 }
 
 fn circuit(job: usize, p: usize) -> RandomCircuit {
@@ -42,7 +46,7 @@ fn engine(
     Engine::new(
         config,
         CpuSynthesizer,
-        Arc::new(TestBackend { gate, rules }),
+        Arc::new(TestBackend::new(gate, rules)),
         Arc::new(CpuBackend),
     )
     .unwrap()
@@ -112,7 +116,9 @@ proptest! {
     fn the_budget_bounds_the_ledger(partitions_per_budget in 1u64..4, pw in 1usize..5, partitions in 2usize..8) {
         let (prepared, pvk) = setup();
         let (abc, rest) = estimate_partition_bytes(prepared.params());
-        let budget = partitions_per_budget * (abc + rest);
+        // The test backend's pinned staging is reserved with the partition.
+        let pinned = TestBackend::new(Gate::opened(), vec![]).partition_host_bytes(prepared.params());
+        let budget = partitions_per_budget * (abc + pinned + rest);
         let config = Config { pw, mem_budget: Some(BudgetSize::Bytes(budget)), synthesis_threads: 2, finalizer_threads: 1, ..Config::default() };
         let engine = engine(config, Gate::opened(), vec![]);
         let h = submit(&engine, &prepared, 0, partitions);
@@ -315,10 +321,7 @@ fn permits_go_oldest_job_first_lowest_partition_first() {
     let engine: Engine<Logged, CpuSynthesizer> = Engine::new(
         config,
         CpuSynthesizer,
-        Arc::new(TestBackend {
-            gate: gate.clone(),
-            rules: vec![],
-        }),
+        Arc::new(TestBackend::new(gate.clone(), vec![])),
         Arc::new(CpuBackend),
     )
     .unwrap();

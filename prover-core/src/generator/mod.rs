@@ -5,19 +5,28 @@
 //! Unlike bellperson, the QAP polynomials are not kept as one list per variable: the
 //! constraints are recorded as flat term lists, and the Lagrange basis at tau is evaluated in
 //! closed form (`L_i(tau) = (tau^m - 1) / m * w^i / (tau - w^i)`), with no NTT.
+//!
+//! Split by concern: [`qap`] records the constraints and evaluates the QAP at tau,
+//! `fixed_base` multiplies the generators by many scalars through tables, `sink` writes the
+//! points in file order (into memory or straight into a parameter file).
 
-use bellpepper_core::{
-    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
-};
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use ff::{BatchInvert, Field, PrimeField};
+mod fixed_base;
+mod qap;
+mod sink;
+
+use bellpepper_core::{Circuit, SynthesisError};
+use blstrs::{G1Projective, G2Projective, Scalar};
+use ff::Field;
 use group::{Curve, Group};
 use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
-use crate::encoding::{write_len, write_point_run};
+use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::params::{Parameters, VerifyingKey};
+use fixed_base::{normalize, FixedBase};
+use qap::KeypairAssembly;
+use sink::{FileSink, MemorySink, Sink};
 
 /// The toxic waste of a setup.
 #[derive(Debug, Clone, Copy)]
@@ -64,101 +73,6 @@ pub fn generate_random_parameters<C: Circuit<Scalar>>(
 /// Seeded parameters for tests and benchmarks (ChaCha20 seeded with `seed`).
 pub fn generate_seeded_parameters<C: Circuit<Scalar>>(circuit: C, seed: u64) -> Result<Parameters> {
     generate_random_parameters(circuit, &mut rand_chacha::ChaCha20Rng::seed_from_u64(seed))
-}
-
-/// One term of a linear combination: `coeff * var` in constraint `constraint`.
-struct Term {
-    coeff: Scalar,
-    constraint: u32,
-    /// Variable index; inputs first, then aux at `num_inputs + j` (resolved after synthesis,
-    /// so aux are tagged with the top bit meanwhile).
-    var: u32,
-}
-
-const AUX_TAG: u32 = 1 << 31;
-
-#[derive(Default)]
-struct KeypairAssembly {
-    num_inputs: usize,
-    num_aux: usize,
-    num_constraints: usize,
-    /// Terms of the A, B and C linear combinations.
-    terms: [Vec<Term>; 3],
-    overflow: bool,
-}
-
-impl ConstraintSystem<Scalar> for KeypairAssembly {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.num_aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.num_aux - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.num_inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.num_inputs - 1)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        let constraint = self.num_constraints;
-        self.num_constraints += 1;
-        if constraint >= u32::MAX as usize {
-            self.overflow = true;
-            return;
-        }
-        let lcs = [
-            a(LinearCombination::zero()),
-            b(LinearCombination::zero()),
-            c(LinearCombination::zero()),
-        ];
-        for (lc, terms) in lcs.iter().zip(self.terms.iter_mut()) {
-            for (var, coeff) in lc.iter() {
-                if bool::from(coeff.is_zero()) {
-                    continue;
-                }
-                let var = match var.get_unchecked() {
-                    Index::Input(i) => i,
-                    Index::Aux(i) => i | AUX_TAG as usize,
-                };
-                terms.push(Term {
-                    coeff: *coeff,
-                    constraint: constraint as u32,
-                    var: var as u32,
-                });
-            }
-        }
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
 }
 
 /// Progress of a parameter generation, in points computed.
@@ -225,70 +139,6 @@ pub fn write_parameters_with_progress<C: Circuit<Scalar>>(
     })
 }
 
-/// Receives the parameters in file order: the verifying key, then the sections h, l, a, b_g1
-/// (G1) and b_g2 (G2), each announced with its length and then filled in chunks.
-trait Sink {
-    fn vk(&mut self, vk: VerifyingKey) -> Result<()>;
-    fn section(&mut self, what: &'static str, len: usize) -> Result<()>;
-    fn g1(&mut self, what: &'static str, points: &[G1Affine]) -> Result<()>;
-    fn g2(&mut self, what: &'static str, points: &[G2Affine]) -> Result<()>;
-}
-
-#[derive(Default)]
-struct MemorySink {
-    vk: Option<VerifyingKey>,
-    g1: Vec<Vec<G1Affine>>,
-    g2: Vec<G2Affine>,
-}
-
-impl Sink for MemorySink {
-    fn vk(&mut self, vk: VerifyingKey) -> Result<()> {
-        self.vk = Some(vk);
-        Ok(())
-    }
-    fn section(&mut self, what: &'static str, len: usize) -> Result<()> {
-        if what == "params.b_g2" {
-            self.g2.reserve_exact(len);
-        } else {
-            self.g1.push(Vec::with_capacity(len));
-        }
-        Ok(())
-    }
-    fn g1(&mut self, _: &'static str, points: &[G1Affine]) -> Result<()> {
-        self.g1
-            .last_mut()
-            .expect("a section is open")
-            .extend_from_slice(points);
-        Ok(())
-    }
-    fn g2(&mut self, _: &'static str, points: &[G2Affine]) -> Result<()> {
-        self.g2.extend_from_slice(points);
-        Ok(())
-    }
-}
-
-struct FileSink<'a, W: std::io::Write> {
-    w: &'a mut W,
-    vk: Option<VerifyingKey>,
-}
-
-impl<W: std::io::Write> Sink for FileSink<'_, W> {
-    fn vk(&mut self, vk: VerifyingKey) -> Result<()> {
-        vk.write(&mut *self.w)?;
-        self.vk = Some(vk);
-        Ok(())
-    }
-    fn section(&mut self, what: &'static str, len: usize) -> Result<()> {
-        write_len(self.w, what, len)
-    }
-    fn g1(&mut self, what: &'static str, points: &[G1Affine]) -> Result<()> {
-        write_point_run(self.w, what, points)
-    }
-    fn g2(&mut self, what: &'static str, points: &[G2Affine]) -> Result<()> {
-        write_point_run(self.w, what, points)
-    }
-}
-
 /// Points per chunk of work (one batch normalization each).
 const CHUNK: usize = 1 << 13;
 
@@ -310,17 +160,9 @@ fn generate_into<C: Circuit<Scalar>>(
     } = *trapdoor;
 
     let mut cs = KeypairAssembly::default();
-    cs.alloc_input(|| "ONE", || Ok(Scalar::ONE))?;
-    circuit.synthesize(&mut cs)?;
-    for i in 0..cs.num_inputs {
-        cs.enforce(
-            || "input constraint",
-            |lc| lc + Variable::new_unchecked(Index::Input(i)),
-            |lc| lc,
-            |lc| lc,
-        );
-    }
-    if cs.overflow || cs.num_aux >= AUX_TAG as usize || cs.num_inputs >= AUX_TAG as usize {
+    crate::synthesize::synthesize_in_bellperson_shape(&mut cs, circuit, |cs| cs.num_inputs)?;
+    if cs.overflow || cs.num_aux >= qap::AUX_TAG as usize || cs.num_inputs >= qap::AUX_TAG as usize
+    {
         return Err(Error::Malformed {
             what: "circuit",
             detail: "more than 2^31 variables or 2^32 constraints".into(),
@@ -328,15 +170,8 @@ fn generate_into<C: Circuit<Scalar>>(
     }
 
     // The evaluation domain, as bellperson's EvaluationDomain::from_coeffs sizes it.
-    let m = cs.num_constraints.max(1).next_power_of_two();
-    let exp = m.trailing_zeros();
-    if exp >= Scalar::S {
-        return Err(Error::DomainTooLarge { log2: exp });
-    }
-    let mut omega = Scalar::ROOT_OF_UNITY;
-    for _ in exp..Scalar::S {
-        omega = omega.square();
-    }
+    let domain = Domain::for_size(cs.num_constraints)?;
+    let (m, omega) = (domain.size(), domain.omega);
     let t_tau = tau.pow_vartime([m as u64]) - Scalar::ONE;
     if bool::from(t_tau.is_zero()) {
         return Err(Error::Malformed {
@@ -349,7 +184,7 @@ fn generate_into<C: Circuit<Scalar>>(
     let delta_inv =
         Option::<Scalar>::from(delta.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
 
-    let lagrange = lagrange_at(tau, omega, m, cs.num_constraints, t_tau);
+    let lagrange = qap::lagrange_at(tau, omega, m, cs.num_constraints, t_tau);
 
     // u, v, w of every variable (inputs first) at tau.
     let num_vars = cs.num_inputs + cs.num_aux;
@@ -359,8 +194,8 @@ fn generate_into<C: Circuit<Scalar>>(
         vec![Scalar::ZERO; num_vars],
     ];
     let resolve = |var: u32| {
-        if var & AUX_TAG != 0 {
-            cs.num_inputs + (var & !AUX_TAG) as usize
+        if var & qap::AUX_TAG != 0 {
+            cs.num_inputs + (var & !qap::AUX_TAG) as usize
         } else {
             var as usize
         }
@@ -506,161 +341,10 @@ where
     Ok(())
 }
 
-/// Fixed-base scalar multiplication by a precomputed table of signed window digits: for window
-/// `i` and digit `d` in `1..=2^(w-1)` the table holds `d * 2^(w*i) * base` in affine form, so a
-/// product costs one mixed addition per window and no doublings (bellperson's wNAF costs 255
-/// doublings a product). Not constant time: for test and benchmark setups, whose toxic waste
-/// is generated and thrown away in the same process.
-struct FixedBase<G: Curve> {
-    window: usize,
-    windows: usize,
-    table: Vec<G::AffineRepr>,
-}
-
-impl<G> FixedBase<G>
-where
-    G: Curve + Send + Sync,
-    G::AffineRepr: Send + Sync + Default + Copy,
-{
-    /// A table sized for `n` products: the window minimizes table building plus products.
-    fn new(base: G, n: usize) -> Self {
-        let cost = |w: usize| ((1usize << (w - 1)) + n) * (Scalar::NUM_BITS as usize / w + 2);
-        Self::with_window(base, (2..=16).min_by_key(|&w| cost(w)).expect("a window"))
-    }
-
-    fn with_window(base: G, window: usize) -> Self {
-        // One extra window takes the carry out of the top signed digit.
-        let windows = (Scalar::NUM_BITS as usize).div_ceil(window) + 1;
-        let half = 1usize << (window - 1);
-        let mut bases = Vec::with_capacity(windows);
-        let mut b = base;
-        for _ in 0..windows {
-            bases.push(b);
-            for _ in 0..window {
-                b = b.double();
-            }
-        }
-        let rows: Vec<Vec<G::AffineRepr>> = bases
-            .into_par_iter()
-            .map(|b| {
-                let mut row = Vec::with_capacity(half);
-                let mut acc = b;
-                for _ in 0..half {
-                    row.push(acc);
-                    acc += b;
-                }
-                normalize(&row)
-            })
-            .collect();
-        FixedBase {
-            window,
-            windows,
-            table: rows.concat(),
-        }
-    }
-
-    fn mul(&self, s: &Scalar) -> G {
-        // Room for the 8-byte read of the top window (bit offsets up to 16 * 17 = 272).
-        let mut bytes = [0u8; 48];
-        bytes[..32].copy_from_slice(&s.to_bytes_le());
-        let half = 1u64 << (self.window - 1);
-        let mask = (1u64 << self.window) - 1;
-        let mut acc = G::identity();
-        let mut carry = 0u64;
-        for i in 0..self.windows {
-            let bit = i * self.window;
-            let word = u64::from_le_bytes(bytes[bit / 8..bit / 8 + 8].try_into().expect("8 bytes"));
-            let mut digit = ((word >> (bit % 8)) & mask) + carry;
-            // Signed digits in -2^(w-1)..=2^(w-1): a larger one is taken as digit - 2^w, with
-            // one carried into the next window.
-            let negative = digit > half;
-            if negative {
-                digit = mask + 1 - digit;
-            }
-            carry = u64::from(negative);
-            if digit > 0 {
-                let p = self.table[i * half as usize + (digit - 1) as usize];
-                if negative {
-                    acc -= p;
-                } else {
-                    acc += p;
-                }
-            }
-        }
-        debug_assert_eq!(carry, 0);
-        acc
-    }
-}
-
-/// `L_i(tau)` for `i < count` over the domain of size `m` generated by `omega`.
-fn lagrange_at(tau: Scalar, omega: Scalar, m: usize, count: usize, t_tau: Scalar) -> Vec<Scalar> {
-    let scale = t_tau * Scalar::from(m as u64).invert().unwrap();
-    par_chunked(count, |range| {
-        let mut wi = omega.pow_vartime([range.start as u64]);
-        let mut num = Vec::with_capacity(range.len());
-        let mut den = Vec::with_capacity(range.len());
-        for _ in range {
-            num.push(wi * scale);
-            den.push(tau - wi);
-            wi *= omega;
-        }
-        // tau is not in the domain (checked by the caller), so no denominator is zero.
-        den.iter_mut().batch_invert();
-        num.iter().zip(&den).map(|(n, d)| *n * d).collect()
-    })
-}
-
-/// Runs `f` over chunks of `0..n` in parallel and concatenates the results in order.
-fn par_chunked<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync) -> Vec<T> {
-    let chunk = (n / (rayon::current_num_threads() * 8)).clamp(256, 1 << 16);
-    let starts: Vec<usize> = (0..n).step_by(chunk).collect();
-    starts
-        .into_par_iter()
-        .map(|s| f(s..(s + chunk).min(n)))
-        .collect::<Vec<Vec<T>>>()
-        .into_iter()
-        .flatten()
-        .collect()
-}
-
-fn normalize<G: Curve>(p: &[G]) -> Vec<G::AffineRepr>
-where
-    G::AffineRepr: Default + Copy,
-{
-    let mut out = vec![G::AffineRepr::default(); p.len()];
-    G::batch_normalize(p, &mut out);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fixed_base_products_match_plain_multiplication() {
-        let mut rng = rand::thread_rng();
-        let g1 = G1Projective::random(&mut rng);
-        let g2 = G2Projective::random(&mut rng);
-        // Edge scalars: zero, one, -1 (all windows full), 2^k - 1 and 2^k patterns.
-        let mut scalars = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE];
-        for k in [1u64, 15, 16, 17, 31, 32, 63, 64] {
-            scalars.push(Scalar::from(1u64 << (k % 64)));
-            scalars.push(Scalar::from(u64::MAX >> (64 - k)));
-        }
-        scalars.extend((0..16).map(|_| Scalar::random(&mut rng)));
-        for window in 2..=16 {
-            let t1 = FixedBase::with_window(g1, window);
-            // (G2 tables of 15- and 16-bit windows take seconds to build: G1 covers those widths.)
-            let t2 = FixedBase::with_window(g2, window.min(14));
-            for s in &scalars {
-                assert_eq!(t1.mul(s), g1 * s, "G1, window {window}, scalar {s:?}");
-                assert_eq!(t2.mul(s), g2 * s, "G2, window {window}, scalar {s:?}");
-            }
-            // Negative twin: the table of another base gives another product.
-            let other = FixedBase::with_window(g1.double(), window);
-            assert_ne!(other.mul(&scalars[5]), g1 * scalars[5]);
-        }
-    }
+    use bellpepper_core::ConstraintSystem;
 
     #[derive(Clone)]
     struct Cube {

@@ -5,6 +5,17 @@
 //! Moving the token to another stage moves the partition and the bytes of its buffers; dropping
 //! it removes both, on error and panic paths too, so the ledger always balances back to zero.
 //! Every counter is an atomic: snapshots take no lock, and nothing on the hot path waits.
+//!
+//! Host and device memory are counted apart: a stage's `bytes` are host bytes, its
+//! `device_bytes` the device buffers its partitions hold (registered by a backend through the
+//! narrow [`BackendBuffers`] handle). Per-parameters buffers that outlive partitions (bases
+//! resident on a device, pinned pools) are [`resident`] entries, reported apart from the stages.
+
+mod backend;
+pub mod resident;
+
+pub use backend::{BackendBuffer, BackendBuffers};
+pub use resident::{ResidentKind, ResidentToken};
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +30,8 @@ pub enum Stage {
     AwaitingAccelerator,
     /// Taken by an accelerator worker.
     OnAccelerator,
+    /// Handed back by a device: waiting for (or on) another device or the fallback backend.
+    Fallback,
     /// In the finalizer (b_g2 MSM, assembly).
     Finalizing,
     /// Proof made; buffers being released.
@@ -27,10 +40,11 @@ pub enum Stage {
 
 impl Stage {
     /// All stages, in order.
-    pub const ALL: [Stage; 5] = [
+    pub const ALL: [Stage; 6] = [
         Stage::Synthesizing,
         Stage::AwaitingAccelerator,
         Stage::OnAccelerator,
+        Stage::Fallback,
         Stage::Finalizing,
         Stage::Deallocating,
     ];
@@ -46,6 +60,7 @@ impl Stage {
             Stage::Synthesizing => "synthesizing",
             Stage::AwaitingAccelerator => "awaiting_accelerator",
             Stage::OnAccelerator => "on_accelerator",
+            Stage::Fallback => "fallback",
             Stage::Finalizing => "finalizing",
             Stage::Deallocating => "deallocating",
         }
@@ -63,22 +78,46 @@ pub enum BufferKind {
     Input,
     /// The density bitmaps.
     Density,
-    /// Backend temporaries on the host (H coefficients, pointer arrays, ...).
+    /// Backend temporaries on the host (pointer arrays, staging copies, ...), registered by the
+    /// backend.
     BackendTemp,
-    /// Pinned host staging buffers.
+    /// Pinned (page-locked) host staging buffers, registered by the backend.
     PinnedStaging,
+    /// Device copies of a, b and c (and the H work built on them), registered by the backend.
+    DeviceAbc,
+    /// Other device scratch of a partition (MSM buckets, scalars), registered by the backend.
+    DeviceScratch,
+}
+
+/// Where a buffer lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Memory {
+    /// Host RAM (what the byte budget and the RSS see).
+    Host,
+    /// Accelerator memory.
+    Device,
 }
 
 impl BufferKind {
     /// All kinds.
-    pub const ALL: [BufferKind; 6] = [
+    pub const ALL: [BufferKind; 8] = [
         BufferKind::Abc,
         BufferKind::Aux,
         BufferKind::Input,
         BufferKind::Density,
         BufferKind::BackendTemp,
         BufferKind::PinnedStaging,
+        BufferKind::DeviceAbc,
+        BufferKind::DeviceScratch,
     ];
+
+    /// Where buffers of this kind live.
+    pub fn memory(self) -> Memory {
+        match self {
+            BufferKind::DeviceAbc | BufferKind::DeviceScratch => Memory::Device,
+            _ => Memory::Host,
+        }
+    }
 
     /// The snake-case name used in reports.
     pub fn name(self) -> &'static str {
@@ -89,6 +128,8 @@ impl BufferKind {
             BufferKind::Density => "density",
             BufferKind::BackendTemp => "backend_temp",
             BufferKind::PinnedStaging => "pinned_staging",
+            BufferKind::DeviceAbc => "device_abc",
+            BufferKind::DeviceScratch => "device_scratch",
         }
     }
 }
@@ -129,9 +170,13 @@ struct Pair {
 
 #[derive(Default)]
 struct Inner {
-    stages: [Pair; 5],
-    kinds: [Pair; 6],
+    stages: [Pair; 6],
+    /// Device bytes per stage.
+    stage_device: [Gauge; 6],
+    kinds: [Pair; 8],
     total_bytes: Gauge,
+    device_bytes: Gauge,
+    resident: [Pair; resident::KINDS],
     /// Partitions in `Synthesizing` or `AwaitingAccelerator`: its own gauge, so that its peak is
     /// the exact maximum of the sum (two stage peaks need not coincide).
     pre_accelerator: Gauge,
@@ -158,12 +203,18 @@ pub struct Usage {
 /// A lock-free reading of the whole ledger.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    /// Per stage, in [`Stage::ALL`] order.
-    pub stages: [Usage; 5],
-    /// Per buffer kind, in [`BufferKind::ALL`] order.
-    pub kinds: [Usage; 6],
-    /// Total live bytes over all stages, and its peak at one moment.
+    /// Per stage, in [`Stage::ALL`] order (host bytes).
+    pub stages: [Usage; 6],
+    /// Per stage, device bytes.
+    pub stage_device_bytes: [Level; 6],
+    /// Per buffer kind, in [`BufferKind::ALL`] order (bytes in the kind's memory).
+    pub kinds: [Usage; 8],
+    /// Total live host bytes of partitions over all stages, and its peak at one moment.
     pub total_bytes: Level,
+    /// Total live device bytes of partitions, and its peak at one moment.
+    pub device_bytes: Level,
+    /// Per resident kind, in [`ResidentKind::ALL`] order: entries and bytes.
+    pub resident: [Usage; resident::KINDS],
     /// Partitions in `Synthesizing` or `AwaitingAccelerator` (the ones a synthesis-permit
     /// policy bounds), and the peak of that sum.
     pub pre_accelerator: Level,
@@ -175,9 +226,28 @@ impl Snapshot {
         self.stages[s as usize]
     }
 
+    /// One stage's device bytes.
+    pub fn stage_device(&self, s: Stage) -> Level {
+        self.stage_device_bytes[s as usize]
+    }
+
     /// One buffer kind's usage.
     pub fn kind(&self, k: BufferKind) -> Usage {
         self.kinds[k as usize]
+    }
+
+    /// One resident kind's usage.
+    pub fn resident(&self, k: ResidentKind) -> Usage {
+        self.resident[k as usize]
+    }
+
+    /// Live resident bytes in `memory`.
+    pub fn resident_bytes(&self, memory: Memory) -> u64 {
+        ResidentKind::ALL
+            .iter()
+            .filter(|k| k.memory() == memory)
+            .map(|k| self.resident(*k).bytes.live)
+            .sum()
     }
 
     /// Partitions in the ledger now.
@@ -186,8 +256,11 @@ impl Snapshot {
     }
 
     /// Whether nothing is live (every stage and kind at zero).
+    /// Resident entries are not partitions and are not part of this check.
     pub fn is_balanced(&self) -> bool {
         self.total_bytes.live == 0
+            && self.device_bytes.live == 0
+            && self.stage_device_bytes.iter().all(|l| l.live == 0)
             && self.pre_accelerator.live == 0
             && self
                 .stages
@@ -216,7 +289,16 @@ impl fmt::Display for Snapshot {
             "; bytes {} (peak {})",
             human_bytes(self.total_bytes.live),
             human_bytes(self.total_bytes.peak)
-        )
+        )?;
+        if self.device_bytes.peak > 0 {
+            write!(
+                f,
+                "; device {} (peak {})",
+                human_bytes(self.device_bytes.live),
+                human_bytes(self.device_bytes.peak)
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -266,8 +348,14 @@ impl StageLedger {
             stage,
             job,
             partition,
-            held: [(0, 0); 6],
+            held: [(0, 0); 8],
         }
+    }
+
+    /// Registers a per-parameters buffer of `kind` (`bytes` in the kind's memory) until the
+    /// returned token is dropped.
+    pub fn resident(&self, kind: ResidentKind, bytes: u64) -> ResidentToken {
+        ResidentToken::new(self.inner.clone(), kind, bytes)
     }
 
     /// Reads every counter (no lock).
@@ -278,8 +366,11 @@ impl StageLedger {
         };
         Snapshot {
             stages: std::array::from_fn(|i| usage(&self.inner.stages[i])),
+            stage_device_bytes: std::array::from_fn(|i| self.inner.stage_device[i].read()),
             kinds: std::array::from_fn(|i| usage(&self.inner.kinds[i])),
             total_bytes: self.inner.total_bytes.read(),
+            device_bytes: self.inner.device_bytes.read(),
+            resident: std::array::from_fn(|i| usage(&self.inner.resident[i])),
             pre_accelerator: self.inner.pre_accelerator.read(),
         }
     }
@@ -294,7 +385,7 @@ pub struct PartitionToken {
     job: u64,
     partition: usize,
     /// Per kind: buffers and bytes this partition holds.
-    held: [(u64, u64); 6],
+    held: [(u64, u64); 8],
 }
 
 impl fmt::Debug for PartitionToken {
@@ -314,9 +405,36 @@ impl PartitionToken {
         self.stage
     }
 
-    /// Bytes this partition holds now.
+    /// Host bytes this partition holds now.
     pub fn bytes(&self) -> u64 {
-        self.held.iter().map(|h| h.1).sum()
+        self.bytes_in(Memory::Host)
+    }
+
+    /// Device bytes this partition holds now.
+    pub fn device_bytes(&self) -> u64 {
+        self.bytes_in(Memory::Device)
+    }
+
+    fn bytes_in(&self, memory: Memory) -> u64 {
+        BufferKind::ALL
+            .iter()
+            .filter(|k| k.memory() == memory)
+            .map(|k| self.held[*k as usize].1)
+            .sum()
+    }
+
+    /// The stage gauge of `memory`'s bytes and the total gauge of that memory.
+    fn gauges(&self, stage: Stage, memory: Memory) -> (&Gauge, &Gauge) {
+        match memory {
+            Memory::Host => (
+                &self.inner.stages[stage as usize].bytes,
+                &self.inner.total_bytes,
+            ),
+            Memory::Device => (
+                &self.inner.stage_device[stage as usize],
+                &self.inner.device_bytes,
+            ),
+        }
     }
 
     /// Registers one buffer of `kind` with its real size (capacity x element size).
@@ -326,8 +444,9 @@ impl PartitionToken {
         self.held[k].1 += bytes;
         self.inner.kinds[k].count.add(1);
         self.inner.kinds[k].bytes.add(bytes);
-        self.inner.stages[self.stage as usize].bytes.add(bytes);
-        self.inner.total_bytes.add(bytes);
+        let (stage, total) = self.gauges(self.stage, kind.memory());
+        stage.add(bytes);
+        total.add(bytes);
     }
 
     /// Releases every buffer of `kind` this partition holds.
@@ -336,13 +455,28 @@ impl PartitionToken {
         let (count, bytes) = std::mem::take(&mut self.held[k]);
         self.inner.kinds[k].count.sub(count);
         self.inner.kinds[k].bytes.sub(bytes);
-        self.inner.stages[self.stage as usize].bytes.sub(bytes);
-        self.inner.total_bytes.sub(bytes);
+        let (stage, total) = self.gauges(self.stage, kind.memory());
+        stage.sub(bytes);
+        total.sub(bytes);
+    }
+
+    /// The narrow handle a backend registers its own buffers through.
+    pub fn backend_buffers(&mut self) -> BackendBuffers<'_> {
+        BackendBuffers { token: self }
+    }
+
+    /// Releases every buffer a backend registered (the backend's buffers of a partition live
+    /// only while its accelerator stage runs).
+    pub fn release_backend_buffers(&mut self) {
+        for kind in BackendBuffer::ALL {
+            self.release(kind.into());
+        }
     }
 
     /// Moves the partition, with its bytes, to `next`.
     pub fn advance(&mut self, next: Stage) {
         let bytes = self.bytes();
+        let device = self.device_bytes();
         let (from, to) = (
             &self.inner.stages[self.stage as usize],
             &self.inner.stages[next as usize],
@@ -351,8 +485,10 @@ impl PartitionToken {
         // an instant, but never counts it twice, so upper bounds read from snapshots hold.
         from.count.sub(1);
         from.bytes.sub(bytes);
+        self.inner.stage_device[self.stage as usize].sub(device);
         to.count.add(1);
         to.bytes.add(bytes);
+        self.inner.stage_device[next as usize].add(device);
         match (self.stage.is_pre_accelerator(), next.is_pre_accelerator()) {
             (true, false) => self.inner.pre_accelerator.sub(1),
             (false, true) => {
