@@ -211,9 +211,70 @@ pub enum C1File {
     Raw(Box<SealCommitPhase1Output<SectorShape2KiB>>),
 }
 
-/// Reads a C1 output in either form.
+/// Keys whose 32 bytes are not field elements (the interactive randomness).
+const NOT_FIELD_ELEMENTS: [&str; 2] = ["seed", "ticket"];
+
+/// Checks every field element of a C1 output in its JSON form: every array of 32 byte values
+/// (a commitment, the replica id, a tree node or path hash in a vanilla proof) must be a
+/// canonical BLS12-381 scalar (little endian, below the modulus), or filecoin-proofs panics on
+/// it. The error names the first bad one by its path in the file (`vanilla_proofs[0][3]...`).
+pub fn check_field_elements(json: &serde_json::Value) -> Result<()> {
+    fn walk(v: &serde_json::Value, path: &mut String) -> Result<()> {
+        match v {
+            serde_json::Value::Array(items) => {
+                let bytes: Option<Vec<u8>> = (items.len() == 32)
+                    .then(|| {
+                        items
+                            .iter()
+                            .map(|x| x.as_u64().and_then(|b| u8::try_from(b).ok()))
+                            .collect()
+                    })
+                    .flatten();
+                if let Some(bytes) = bytes {
+                    let repr: [u8; 32] = bytes.try_into().expect("32 bytes");
+                    ensure!(
+                        bool::from(blstrs::Scalar::from_bytes_le(&repr).is_some()),
+                        "the C1 output's {path} is not a canonical field element (32 \
+                         little-endian bytes below the BLS12-381 scalar modulus): the file is \
+                         damaged or not from a C1 of this proof"
+                    );
+                    return Ok(());
+                }
+                for (i, item) in items.iter().enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    walk(item, path)?;
+                    path.truncate(len);
+                }
+            }
+            serde_json::Value::Object(map) => {
+                for (key, item) in map {
+                    if NOT_FIELD_ELEMENTS.contains(&key.as_str()) {
+                        continue;
+                    }
+                    let len = path.len();
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(key);
+                    walk(item, path)?;
+                    path.truncate(len);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+    walk(json, &mut String::new())
+}
+
+/// Reads a C1 output in either form; every field element in it is checked (see
+/// [`check_field_elements`]).
 pub fn read_c1(path: &Path) -> Result<C1File> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = prover_core::params::read_regular_file(path)?;
+    if let Ok(json) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+        check_field_elements(&json).with_context(|| format!("reading {}", path.display()))?;
+    }
     let wrapped = match serde_json::from_slice::<ApiC1Output>(&bytes) {
         Ok(w) => return Ok(C1File::Wrapped(Box::new(w))),
         Err(e) => e,
@@ -325,19 +386,25 @@ pub fn porep_circuits<Tree: 'static + MerkleTreeTrait>(
         .iter()
         .enumerate()
         .map(|(k, proof)| {
-            let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
-                &public_inputs,
-                Default::default(),
-                proof,
-                &pp.vanilla_params,
-                Some(k),
-            )?;
-            let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
-                &public_inputs,
-                &pp.vanilla_params,
-                Some(k),
-            )?;
-            Ok((circuit, inputs))
+            // What slips through the checks of the C1 output must not take the process down.
+            prover_core::catch_panic("building a PoRep circuit", || -> Result<_> {
+                let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
+                    &public_inputs,
+                    Default::default(),
+                    proof,
+                    &pp.vanilla_params,
+                    Some(k),
+                )?;
+                let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
+                    &public_inputs,
+                    &pp.vanilla_params,
+                    Some(k),
+                )?;
+                Ok((circuit, inputs))
+            })
+            .with_context(|| {
+                format!("partition {k}: the C1 output holds a value filecoin-proofs cannot use")
+            })?
         })
         .collect()
 }

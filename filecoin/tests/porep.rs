@@ -100,6 +100,74 @@ fn c1_files_round_trip_in_both_forms_and_bad_ones_are_refused() {
     };
     assert_eq!(raw_c1.comm_d, sealed.output.comm_d);
 
+    // A value that is not a canonical field element, anywhere: a clear error naming the field,
+    // in both forms (filecoin-proofs would panic on it).
+    for (file, form) in [(&wrapped, "wrapper"), (&raw, "raw")] {
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+        porep::check_field_elements(&json).unwrap_or_else(|e| panic!("{form}: {e}"));
+        let mut damaged = 0;
+        for key in ["replica_id", "comm_d", "comm_r"] {
+            let mut bad = json.clone();
+            bad[key][31] = serde_json::json!(0xff);
+            let path = dir.path().join(format!("bad-{key}-{form}.json"));
+            std::fs::write(&path, serde_json::to_vec(&bad).unwrap()).unwrap();
+            let err = format!("{:#}", porep::read_c1(&path).err().unwrap());
+            assert!(
+                err.contains(key) && err.contains("canonical"),
+                "{form}: {err}"
+            );
+            damaged += 1;
+        }
+        // One deep inside the vanilla proofs: the first 32-byte array found there.
+        let mut bad = json.clone();
+        fn first_node(v: &mut serde_json::Value) -> Option<&mut serde_json::Value> {
+            match v {
+                serde_json::Value::Array(a)
+                    if a.len() == 32 && a.iter().all(|x| x.as_u64().is_some_and(|b| b < 256)) =>
+                {
+                    Some(v)
+                }
+                serde_json::Value::Array(a) => a.iter_mut().find_map(first_node),
+                serde_json::Value::Object(m) => m.values_mut().find_map(first_node),
+                _ => None,
+            }
+        }
+        let node = first_node(&mut bad["vanilla_proofs"]).expect("a tree node in the proofs");
+        node[31] = serde_json::json!(0xff);
+        let path = dir.path().join(format!("bad-node-{form}.json"));
+        std::fs::write(&path, serde_json::to_vec(&bad).unwrap()).unwrap();
+        let err = format!("{:#}", porep::read_c1(&path).err().unwrap());
+        assert!(
+            err.contains("vanilla_proofs") && err.contains("canonical"),
+            "{form}: {err}"
+        );
+        assert_eq!(damaged, 3);
+    }
+
+    // A production parameter file is checked by its published digest: a file under a listed
+    // name with other contents is refused, naming it; an unlisted name is not checked.
+    let listed = storage_proofs_core::parameter_cache::PARAMETERS
+        .keys()
+        .find(|k| k.ends_with(".params"))
+        .unwrap();
+    let fake = dir.path().join(listed);
+    std::fs::write(&fake, b"not the published parameters").unwrap();
+    let err = format!(
+        "{:#}",
+        proofline_filecoin::check_published_digest(&fake).unwrap_err()
+    );
+    assert!(
+        err.contains("does not match the digest") && err.contains(listed.as_str()),
+        "{err}"
+    );
+    let unlisted = dir.path().join("v28-not-a-published-file.params");
+    std::fs::write(&unlisted, b"anything").unwrap();
+    assert_eq!(
+        proofline_filecoin::check_published_digest(&unlisted).unwrap(),
+        None
+    );
+
     // Not a C1 output: a clear error naming the file, no panic.
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, b"{\"hello\": 1}").unwrap();

@@ -82,6 +82,19 @@ pub fn parse_mem_budget(s: &str) -> Result<MemBudget, String> {
     }
 }
 
+/// The smallest `--mem-budget` accepted before the workload's own size is known (the smallest
+/// partition of any workload takes more).
+pub const MIN_MEM_BUDGET: u64 = 1 << 20;
+
+/// Checks a synthesis worker count (`--pw`).
+pub fn validate_pw(pw: usize) -> Result<(), String> {
+    let max = prover_core::engine::MAX_SLOTS;
+    if pw == 0 || pw > max {
+        return Err(format!("--pw {pw}: it must be between 1 and {max}"));
+    }
+    Ok(())
+}
+
 /// Everything a point of a sweep (or one `prove` run) needs, except the worker count.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunConfig {
@@ -143,8 +156,33 @@ impl RunConfig {
         if self.partitions == 0 || self.jobs == 0 {
             return Err("--partitions and --jobs must be at least 1".into());
         }
-        if self.queue_depth == 0 || self.gpu_workers == 0 {
-            return Err("--queue-depth and --gpu-workers must be at least 1".into());
+        use prover_core::engine::{MAX_SLOTS, MAX_THREADS};
+        for (name, v, min, max) in [
+            ("--partitions", self.partitions, 1, MAX_SLOTS),
+            ("--jobs", self.jobs, 1, MAX_SLOTS),
+            ("--queue-depth", self.queue_depth, 1, MAX_SLOTS),
+            ("--gpu-workers", self.gpu_workers, 1, MAX_THREADS),
+            (
+                "--synthesis-threads",
+                self.synthesis_threads,
+                0,
+                MAX_THREADS,
+            ),
+        ] {
+            if v < min || v > max {
+                return Err(format!("{name} {v}: it must be between {min} and {max}"));
+            }
+        }
+        if let Some(MemBudget::Bytes(b)) = self.mem_budget {
+            if b < MIN_MEM_BUDGET {
+                return Err(format!(
+                    "--mem-budget {b} bytes cannot hold a partition: give at least {}",
+                    prover_core::ledger::human_bytes(MIN_MEM_BUDGET)
+                ));
+            }
+        }
+        if self.sample_ms == 0 || self.sample_ms > 60_000 {
+            return Err("--sample-ms must be between 1 and 60000".into());
         }
         if !(4..=28).contains(&self.log2_constraints) {
             return Err("--log2-constraints must be between 4 and 28".into());

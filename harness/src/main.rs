@@ -8,10 +8,11 @@ use clap::{Args, Parser, Subcommand};
 use harness::config::{parse_mem_budget, BackendKind, MemBudget, Release, RunConfig};
 use harness::filecoin::Job;
 use harness::params_cache::Bar;
+use harness::point::PointStatus;
 use harness::point::{prepare, run_jobs, run_point, Prepared};
-use harness::report::{timeline_csv, utc_now, SweepConfig};
-use harness::sweep::{run_sweep, summary, KILL_HOOK_ENV};
-use harness::units::{parse_pw_list, parse_size};
+use harness::report::{timeline_csv, SweepConfig};
+use harness::sweep::{interrupted, output_folder, run_sweep, summary, write_file, KILL_HOOK_ENV};
+use harness::units::{parse_pw, parse_pw_list, parse_size};
 use harness::workloads::Workload;
 use harness::workloads::WorkloadCircuit;
 use proofline_filecoin::{porep, Tree2KiB};
@@ -130,7 +131,7 @@ struct C2Args {
     #[arg(long = "prover-id")]
     prover_id: Option<String>,
     /// Synthesis workers.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = parse_pw)]
     pw: usize,
     /// Check every parameter point (curve and subgroup) when reading a parameter file found on
     /// disk (slow on large files; downloaded files were checked by digest when fetched).
@@ -151,6 +152,9 @@ enum FilecoinCmd {
         /// Output folder.
         #[arg(long)]
         out: PathBuf,
+        /// Replace a sector sealed there before (its C1 output and sector.json).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -174,7 +178,7 @@ enum Cmd {
     /// Prove the workload at one worker count in this process and print the figures.
     Prove {
         /// Synthesis workers.
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = 4, value_parser = parse_pw)]
         pw: usize,
         #[command(flatten)]
         run: RunArgs,
@@ -195,7 +199,7 @@ enum Cmd {
     /// One point of a sweep (what the sweep runs in each child process).
     #[command(hide = true)]
     Point {
-        #[arg(long)]
+        #[arg(long, value_parser = parse_pw)]
         pw: usize,
         /// Where to write the point's JSON.
         #[arg(long)]
@@ -255,9 +259,11 @@ fn run(cmd: Cmd) -> Result<(), String> {
             out,
             run,
         } => {
-            let out = out.unwrap_or_else(|| PathBuf::from("target/sweep").join(utc_now().1));
+            let run = run.resolve();
+            run.validate()?;
+            let out = output_folder(out.as_deref())?;
             let cfg = SweepConfig {
-                run: run.resolve(),
+                run,
                 pw: pw.0,
                 ram_limit,
                 out,
@@ -265,6 +271,25 @@ fn run(cmd: Cmd) -> Result<(), String> {
             let exe = std::env::current_exe().map_err(|e| format!("finding this binary: {e}"))?;
             let results = run_sweep(&cfg, &exe)?;
             print!("{}", summary(&results));
+            let ok = results
+                .points
+                .iter()
+                .filter(|p| p.status == PointStatus::Ok)
+                .count();
+            if interrupted() {
+                return Err(format!(
+                    "interrupted after {} of {} points; results so far in {}",
+                    results.points.len(),
+                    cfg.pw.len(),
+                    cfg.out.display()
+                ));
+            }
+            if ok == 0 {
+                return Err(format!(
+                    "no point succeeded (reasons above and in {}/results.json)",
+                    cfg.out.display()
+                ));
+            }
             Ok(())
         }
         Cmd::Report { dir } => {
@@ -284,17 +309,18 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 .and_then(|v| v.parse::<usize>().ok())
                 == Some(pw);
             let mut progress = |done: u64, total: u64| {
-                println!("progress {done} {total}");
+                // The sweep reads these; if it is gone, nobody does (no panic on a closed pipe).
+                use std::io::Write;
+                let _ = writeln!(std::io::stdout(), "progress {done} {total}");
                 if kill && done * 2 >= total {
                     // SAFETY: raising a signal on ourselves.
                     unsafe { libc::raise(libc::SIGKILL) };
                 }
             };
             let outcome = run_point(&cfg, pw, &mut progress).map_err(|e| format!("{e:#}"))?;
-            std::fs::write(&timeline, timeline_csv(&outcome.timeline))
-                .map_err(|e| format!("writing {}: {e}", timeline.display()))?;
+            write_file(&timeline, timeline_csv(&outcome.timeline).as_bytes())?;
             let json = serde_json::to_string_pretty(&outcome.result).map_err(|e| e.to_string())?;
-            std::fs::write(&result, json).map_err(|e| format!("writing {}: {e}", result.display()))
+            write_file(&result, json.as_bytes())
         }
         Cmd::Prove { pw, run } => {
             let cfg = run.resolve();
@@ -324,8 +350,13 @@ fn run(cmd: Cmd) -> Result<(), String> {
         }
         Cmd::C2(args) => c2(args),
         Cmd::Filecoin {
-            cmd: FilecoinCmd::Seal { sector_size, out },
-        } => seal(sector_size, &out),
+            cmd:
+                FilecoinCmd::Seal {
+                    sector_size,
+                    out,
+                    force,
+                },
+        } => seal(sector_size, &out, force),
     }
 }
 
@@ -395,16 +426,37 @@ fn print_outcome(o: &harness::point::PointOutcome) {
 }
 
 /// `proofline filecoin seal`.
-fn seal(sector_size: u64, out: &Path) -> Result<(), String> {
+fn seal(sector_size: u64, out: &Path, force: bool) -> Result<(), String> {
     let run = || -> anyhow::Result<()> {
+        let owned = ["c1.json", "c1-raw.json", "sector.json", "sector"];
+        let existing: Vec<&str> = owned
+            .iter()
+            .copied()
+            .filter(|n| out.join(n).exists())
+            .collect();
+        if !existing.is_empty() {
+            anyhow::ensure!(
+                force,
+                "{} holds a sealed sector already ({}): pass --force to replace it, or give \
+                 another --out",
+                out.display(),
+                existing.join(", ")
+            );
+            let sector = out.join("sector");
+            if sector.is_dir() {
+                std::fs::remove_dir_all(&sector)
+                    .with_context(|| format!("removing {}", sector.display()))?;
+            }
+        }
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         let t = Instant::now();
         let sectors = out.join("sector");
         let sealed = porep::seal_c1(sector_size, &sectors, &mut rand::thread_rng())?;
         let seconds = t.elapsed().as_secs_f64();
+        // Through temporary files renamed into place: never half a file under the real name.
         let write = |name: &str, bytes: Vec<u8>| -> anyhow::Result<PathBuf> {
             let path = out.join(name);
-            std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+            write_file(&path, &bytes).map_err(anyhow::Error::msg)?;
             Ok(path)
         };
         let wrapped = write("c1.json", serde_json::to_vec(&sealed.output)?)?;
@@ -440,6 +492,30 @@ fn seal(sector_size: u64, out: &Path) -> Result<(), String> {
 /// `proofline c2`.
 fn c2(args: C2Args) -> Result<(), String> {
     let run = || -> anyhow::Result<()> {
+        // Every option first: nothing below may take minutes and then fail on one.
+        let cfg = RunConfig {
+            circuit: Workload::Porep2k,
+            partitions: 1,
+            jobs: 1,
+            ..args.run.clone().resolve()
+        };
+        cfg.validate().map_err(anyhow::Error::msg)?;
+        if let Some(out) = &args.out {
+            anyhow::ensure!(
+                !out.is_dir(),
+                "--out {} is a folder: give the path of the proof file to write",
+                out.display()
+            );
+            let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+            if let Some(parent) = parent {
+                anyhow::ensure!(
+                    parent.is_dir(),
+                    "--out {}: the folder {} does not exist",
+                    out.display(),
+                    parent.display()
+                );
+            }
+        }
         let (config, c1) = match porep::read_c1(&args.c1)? {
             porep::C1File::Wrapped(w) => {
                 if let Some(size) = args.sector_size {
@@ -462,7 +538,7 @@ fn c2(args: C2Args) -> Result<(), String> {
         let sector_json = args.c1.with_file_name("sector.json");
         let info: Option<porep::SectorInfo> = if sector_json.exists() {
             Some(
-                serde_json::from_slice(&std::fs::read(&sector_json)?)
+                serde_json::from_slice(&prover_core::params::read_regular_file(&sector_json)?)
                     .with_context(|| format!("reading {}", sector_json.display()))?,
             )
         } else {
@@ -472,7 +548,9 @@ fn c2(args: C2Args) -> Result<(), String> {
             (Some(id), _) => id,
             (None, Some(i)) => i.sector_id,
             (None, None) => anyhow::bail!(
-                "verify_seal needs the sector number and prover id: pass --sector-id and                  --prover-id, or keep the sector.json that `proofline filecoin seal` wrote next to                  the C1 file"
+                "verify_seal needs the sector number and prover id: pass --sector-id and \
+                 --prover-id, or keep the sector.json that `proofline filecoin seal` wrote next \
+                 to the C1 file"
             ),
         };
         let prover_id = match (&args.prover_id, &info) {
@@ -482,6 +560,24 @@ fn c2(args: C2Args) -> Result<(), String> {
         };
         let circuits = porep::porep_circuits::<Tree2KiB>(&config, &c1)?;
         let partitions = circuits.len();
+        if let (Some(budget), Some((first, _))) = (cfg.mem_budget, circuits.first()) {
+            // The budget against one partition, counted in seconds, before the parameters.
+            let size = prover_core::circuit_size(first.clone())?;
+            let (abc, rest) =
+                prover_core::engine::estimate_bytes(size.domain_size(), size.aux, size.inputs);
+            let bytes = match budget {
+                MemBudget::Bytes(b) => b,
+                MemBudget::Auto => prover_core::budget::BudgetSize::Auto.resolve()?,
+            };
+            anyhow::ensure!(
+                bytes >= abc + rest,
+                "--mem-budget {} cannot hold one partition of this sector ({} constraints: {} \
+                 of buffers)",
+                human_bytes(bytes),
+                size.constraints,
+                human_bytes(abc + rest)
+            );
+        }
         println!(
             "C2 of sector {sector_id} ({} bytes, {partitions} partitions) from {}",
             u64::from(config.sector_size),
@@ -500,15 +596,15 @@ fn c2(args: C2Args) -> Result<(), String> {
         )?;
         bar.finish(format!("{}", cached.path.display()));
         println!(
-            "parameters {} ({}): {} in {:.1} s, read in {:.1} s",
+            "parameters {} ({}): {}{}; read in {:.1} s",
             cached.path.display(),
             human_bytes(cached.params.heap_bytes() as u64),
+            cached.trust,
             if cached.generated {
-                "generated by proofline"
+                format!(" in {:.1} s", cached.generate_seconds)
             } else {
-                "found"
+                String::new()
             },
-            cached.generate_seconds,
             cached.read_seconds
         );
         let params_load_seconds = t.elapsed().as_secs_f64();
@@ -516,15 +612,11 @@ fn c2(args: C2Args) -> Result<(), String> {
             .into_iter()
             .map(|(c, x)| (WorkloadCircuit::Porep(Box::new(c)), x))
             .unzip();
-        let cfg = RunConfig {
-            circuit: Workload::Porep2k,
-            partitions,
-            jobs: 1,
-            ..args.run.resolve()
-        };
+        let cfg = RunConfig { partitions, ..cfg };
         let prepared = Prepared {
             params: cached.params,
             params_load_seconds,
+            params_path: cached.path.clone(),
             jobs: vec![Job { circuits, inputs }],
         };
         let (o, mut proofs) = run_jobs(&cfg, args.pw, prepared, &mut |_, _| {})?;
@@ -532,7 +624,7 @@ fn c2(args: C2Args) -> Result<(), String> {
         let proofs = proofs.pop().context("one job")??;
         let bytes = prover_core::Proof::many_to_bytes(&proofs);
         if let Some(out) = &args.out {
-            std::fs::write(out, &bytes).with_context(|| format!("writing {}", out.display()))?;
+            write_file(out, &bytes).map_err(anyhow::Error::msg)?;
             println!("proof ({} bytes) written to {}", bytes.len(), out.display());
         }
         let t = Instant::now();

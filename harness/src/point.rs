@@ -1,6 +1,7 @@
 //! One point of a sweep: the workload's jobs through the engine at one worker count, measured.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{MemBudget, RunConfig};
 use crate::filecoin::Job;
-use crate::params_cache::{load_or_generate, Bar};
+use crate::params_cache::{cache_path, load_or_generate, Bar};
 
 /// A count and bytes (peaks in reports).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,13 +29,36 @@ pub struct CountBytes {
     pub bytes: u64,
 }
 
+/// What became of a point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PointStatus {
+    /// Every job proved and verified.
+    Ok,
+    /// A job failed or did not verify, or the point could not run (`error` says why).
+    Failed,
+    /// The point's process was killed by a signal (`signal`).
+    Killed,
+}
+
+impl PointStatus {
+    /// The spelling in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            PointStatus::Ok => "ok",
+            PointStatus::Failed => "failed",
+            PointStatus::Killed => "killed",
+        }
+    }
+}
+
 /// One point of `results.json` (see docs/sweep.md for every field).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PointResult {
     /// Worker count.
     pub pw: usize,
     /// `ok`, `failed` or `killed`.
-    pub status: String,
+    pub status: PointStatus,
     /// The signal that killed the point's process (status `killed`).
     pub signal: Option<i32>,
     /// What failed (status `failed`).
@@ -78,10 +102,10 @@ pub struct PointResult {
 
 impl PointResult {
     /// A point that produced no measurement.
-    pub fn empty(pw: usize, status: &str) -> Self {
+    pub fn empty(pw: usize, status: PointStatus) -> Self {
         PointResult {
             pw,
-            status: status.into(),
+            status,
             signal: None,
             error: None,
             seconds_per_proof: None,
@@ -175,6 +199,8 @@ pub struct Prepared {
     pub params: Parameters,
     /// Seconds to load (or generate) them.
     pub params_load_seconds: f64,
+    /// The file they came from (named when proofs do not verify).
+    pub params_path: PathBuf,
     /// The jobs.
     pub jobs: Vec<Job>,
 }
@@ -182,14 +208,16 @@ pub struct Prepared {
 /// The workload's parameters, from its cache (generated there when missing, with a progress
 /// bar when `progress` is set): proofline's own cache for the synthetic workloads, the
 /// production file names under `FIL_PROOFS_PARAMETER_CACHE` for Filecoin's.
-pub fn load_parameters(cfg: &RunConfig, progress: bool) -> anyhow::Result<Parameters> {
+pub fn load_parameters(cfg: &RunConfig, progress: bool) -> anyhow::Result<(Parameters, PathBuf)> {
     if cfg.circuit.is_filecoin() {
         let bar = Bar::new(cfg.circuit.name(), progress);
         let cached = crate::filecoin::parameters(cfg.circuit, &bar)?;
         bar.finish(format!("{}", cached.path.display()));
-        return Ok(cached.params);
+        return Ok((cached.params, cached.path));
     }
-    Ok(load_or_generate(&cfg.params_dir, &cfg.workload(), progress)?.0)
+    let spec = cfg.workload();
+    let params = load_or_generate(&cfg.params_dir, &spec, progress)?.0;
+    Ok((params, cache_path(&cfg.params_dir, &spec)))
 }
 
 /// The workload's parameters and jobs (Filecoin workloads seal their sectors here). A
@@ -198,13 +226,14 @@ pub fn prepare(cfg: &RunConfig, progress: bool) -> anyhow::Result<Prepared> {
     cfg.validate().map_err(anyhow::Error::msg)?;
     let spec = cfg.workload();
     let t = Instant::now();
-    let params = load_parameters(cfg, progress)?;
+    let (params, params_path) = load_parameters(cfg, progress)?;
     let params_load_seconds = t.elapsed().as_secs_f64();
     if cfg.circuit.is_filecoin() {
         let jobs = crate::filecoin::jobs(cfg.circuit, cfg.jobs)?;
         return Ok(Prepared {
             params,
             params_load_seconds,
+            params_path,
             jobs,
         });
     }
@@ -221,6 +250,7 @@ pub fn prepare(cfg: &RunConfig, progress: bool) -> anyhow::Result<Prepared> {
     Ok(Prepared {
         params,
         params_load_seconds,
+        params_path,
         jobs,
     })
 }
@@ -236,6 +266,17 @@ pub fn run_point(
     Ok(run_jobs(cfg, pw, prepared, progress)?.0)
 }
 
+/// What to say when proofs come back that do not verify: the engine checks every size, so
+/// such proofs mean parameters that decode but do not belong to the circuit (or are damaged).
+pub fn suspect_parameters(path: &Path) -> String {
+    format!(
+        "a proof did not verify: the parameter file {} is suspect (it decodes, but its points do \
+         not fit this circuit: damaged, or made for another one); delete it to have proofline \
+         generate it again, or fetch the production file again",
+        path.display()
+    )
+}
+
 /// A job's partition proofs, or why it failed.
 pub type JobResult = Result<Vec<Proof>, Error>;
 
@@ -249,6 +290,7 @@ pub fn run_jobs(
     let Prepared {
         params,
         params_load_seconds,
+        params_path,
         jobs,
     } = prepared;
     let backend: Arc<dyn GpuBackend> = Arc::new(CpuBackend);
@@ -329,7 +371,7 @@ pub fn run_jobs(
                     proofs_verified += 1;
                 } else {
                     proofs_failed += 1;
-                    first_error.get_or_insert_with(|| "a proof did not verify".to_string());
+                    first_error.get_or_insert_with(|| suspect_parameters(&params_path));
                 }
             }
             Err(e) => {
@@ -339,16 +381,22 @@ pub fn run_jobs(
         }
     }
     let jobs = n_jobs as f64;
+    // A throughput is only a throughput if the proofs are good.
+    let timed = |v: f64| (proofs_failed == 0).then_some(v);
     let stage_peaks = peaks(Stage::ALL.iter().map(|s| (s.name(), snap.stage(*s))));
     let buffer_peaks = peaks(BufferKind::ALL.iter().map(|k| (k.name(), snap.kind(*k))));
     let result = PointResult {
         pw,
-        status: if proofs_failed == 0 { "ok" } else { "failed" }.into(),
+        status: if proofs_failed == 0 {
+            PointStatus::Ok
+        } else {
+            PointStatus::Failed
+        },
         signal: None,
         error: first_error,
-        seconds_per_proof: Some(wall / jobs),
-        proofs_per_minute: Some(60.0 * jobs / wall),
-        seconds_per_partition: Some(wall / total as f64),
+        seconds_per_proof: timed(wall / jobs),
+        proofs_per_minute: timed(60.0 * jobs / wall),
+        seconds_per_partition: timed(wall / total as f64),
         wall_seconds: Some(wall),
         params_load_seconds: Some(params_load_seconds),
         peak_rss_bytes: peak_rss(),

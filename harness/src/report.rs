@@ -10,7 +10,7 @@ use prover_core::sampler::Sample;
 use serde::Serialize;
 
 use crate::config::RunConfig;
-use crate::point::PointResult;
+use crate::point::{PointResult, PointStatus};
 
 /// The `schema` value of `results.json`.
 pub const SCHEMA: &str = "proofline.sweep.v1";
@@ -96,7 +96,10 @@ pub const THROUGHPUT_TIE: f64 = 0.05;
 /// [`THROUGHPUT_TIE`] of the best count as equal, and the one with the lowest peak RSS wins
 /// among them (more workers that buy no throughput only cost memory).
 pub fn recommend(points: &[PointResult], ram_limit: Option<u64>) -> Recommendation {
-    let ok: Vec<&PointResult> = points.iter().filter(|p| p.status == "ok").collect();
+    let ok: Vec<&PointResult> = points
+        .iter()
+        .filter(|p| p.status == PointStatus::Ok)
+        .collect();
     if ok.is_empty() {
         return Recommendation {
             pw: None,
@@ -159,7 +162,7 @@ pub fn points_csv(points: &[PointResult]) -> String {
             s,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             p.pw,
-            p.status,
+            p.status.name(),
             opt(p.signal),
             opt(p.seconds_per_proof),
             opt(p.proofs_per_minute),
@@ -290,8 +293,8 @@ pub fn table(points: &[PointResult]) -> String {
         let f = |v: Option<f64>, prec: usize| v.map_or("-".into(), |x| format!("{x:.prec$}"));
         let b = |v: Option<u64>| v.map_or("-".into(), human_bytes);
         let status = match p.signal {
-            Some(sig) => format!("{}:{sig}", p.status),
-            None => p.status.clone(),
+            Some(sig) => format!("{}:{sig}", p.status.name()),
+            None => p.status.name().to_string(),
         };
         let _ = writeln!(
             s,
@@ -313,6 +316,16 @@ pub fn table(points: &[PointResult]) -> String {
             f(p.accelerator_busy_fraction, 2),
             device_busy(p, "/"),
         );
+        // A point that did not succeed says why, under its row.
+        if p.status != PointStatus::Ok {
+            let _ = writeln!(
+                s,
+                "     pw {} {}: {}",
+                p.pw,
+                status,
+                p.error.as_deref().unwrap_or("no reason was recorded")
+            );
+        }
     }
     s
 }
@@ -522,7 +535,7 @@ where
     // Points that did not complete are marked on the axis.
     let failed: Vec<(f64, f64)> = points
         .iter()
-        .filter(|p| p.status != "ok")
+        .filter(|p| p.status != PointStatus::Ok)
         .map(|p| (p.pw as f64, 0.0))
         .collect();
     chart.draw_series(
@@ -629,6 +642,11 @@ mod tests {
     use super::*;
 
     fn point(pw: usize, ppm: f64, rss: u64, status: &str) -> PointResult {
+        let status = match status {
+            "ok" => PointStatus::Ok,
+            "killed" => PointStatus::Killed,
+            _ => PointStatus::Failed,
+        };
         let mut p = PointResult::empty(pw, status);
         p.proofs_per_minute = Some(ppm);
         p.peak_rss_bytes = Some(rss);

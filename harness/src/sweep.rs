@@ -4,15 +4,92 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::config::{MemBudget, RunConfig};
-use crate::point::PointResult;
+use crate::point::{PointResult, PointStatus};
 use crate::report::{
     parse_timeline_csv, points_csv, recommend, table, utc_now, write_svg, Host, SweepConfig,
     SweepResults, SCHEMA,
 };
+
+/// Set by SIGINT or SIGTERM: the sweep stops its running child and writes what it has.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Catches SIGINT and SIGTERM (without `SA_RESTART`, so that a wait for a child returns).
+fn catch_interruptions() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic; sigaction gets valid pointers.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Whether the sweep was interrupted.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Writes `bytes` to `path` through a temporary file renamed into place: a full disk or a kill
+/// never leaves a half-written file under the real name.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    prover_core::params::write_atomically(path, |w| {
+        std::io::Write::write_all(w, bytes)
+            .map_err(|e| prover_core::Error::io(format!("writing {}", path.display()), e))
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// The sweep's output folder: `--out` if given (new or empty: a sweep never mixes its files
+/// with another's), else a new folder under `target/sweep/` named by the UTC time, with a
+/// suffix if a sweep started in the same second took that name.
+pub fn output_folder(out: Option<&Path>) -> Result<PathBuf, String> {
+    if let Some(out) = out {
+        if out.exists() {
+            let mut entries =
+                std::fs::read_dir(out).map_err(|e| format!("--out {}: {e}", out.display()))?;
+            if entries.next().is_some() {
+                return Err(format!(
+                    "--out {} is not empty: a sweep writes its own results.json, timelines and \
+                     report there and would mix them with what is there; give a new or empty \
+                     folder",
+                    out.display()
+                ));
+            }
+        } else {
+            std::fs::create_dir_all(out).map_err(|e| format!("creating {}: {e}", out.display()))?;
+        }
+        return Ok(out.to_path_buf());
+    }
+    let base = PathBuf::from("target/sweep");
+    std::fs::create_dir_all(&base).map_err(|e| format!("creating {}: {e}", base.display()))?;
+    let stamp = utc_now().1;
+    for n in 1..1000 {
+        let name = if n == 1 {
+            stamp.clone()
+        } else {
+            format!("{stamp}-{n}")
+        };
+        let dir = base.join(name);
+        // create_dir fails if the folder exists: two sweeps never share one.
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("creating {}: {e}", dir.display())),
+        }
+    }
+    Err(format!("no free folder name under {}", base.display()))
+}
 
 /// Test hook: the child of this worker count kills itself with SIGKILL once its jobs are
 /// submitted, so that tests can check how a dead point is recorded.
@@ -90,6 +167,11 @@ fn wait4(pid: u32) -> std::io::Result<Exit> {
         if e.kind() != std::io::ErrorKind::Interrupted {
             return Err(e);
         }
+        if interrupted() {
+            // Stop the child; the loop then collects it.
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        }
     }
     let exited = libc::WIFEXITED(status);
     Ok(Exit {
@@ -114,7 +196,7 @@ fn run_child(exe: &Path, cfg: &RunConfig, pw: usize, out: &Path, bar: &ProgressB
     let timeline_path = out.join(format!("timeline-pw{pw}.csv"));
     let log_path = out.join(format!("point-pw{pw}.log"));
     let failed = |msg: String| {
-        let mut p = PointResult::empty(pw, "failed");
+        let mut p = PointResult::empty(pw, PointStatus::Failed);
         p.error = Some(msg);
         p
     };
@@ -167,9 +249,13 @@ fn run_child(exe: &Path, cfg: &RunConfig, pw: usize, out: &Path, bar: &ProgressB
             Err(e) => failed(format!("reading {}: {e}", result_path.display())),
         },
         (_, Some(sig)) => {
-            let mut p = PointResult::empty(pw, "killed");
+            let mut p = PointResult::empty(pw, PointStatus::Killed);
             p.signal = Some(sig);
-            p.error = Some(format!("killed by signal {sig}"));
+            p.error = Some(if interrupted() {
+                format!("interrupted (signal {sig})")
+            } else {
+                format!("killed by signal {sig}")
+            });
             p
         }
         (code, None) => failed(last_line(&log_path).unwrap_or_else(|| {
@@ -193,8 +279,7 @@ pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> 
         return Err("--pw gives no worker count".into());
     }
     let (started_at, _) = utc_now();
-    std::fs::create_dir_all(&cfg.out)
-        .map_err(|e| format!("creating {}: {e}", cfg.out.display()))?;
+    catch_interruptions();
     // Parameters once, here, with a progress bar: every child then loads them from the cache.
     crate::point::load_parameters(&cfg.run, true).map_err(|e| format!("{e:#}"))?;
 
@@ -208,6 +293,9 @@ pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> 
     );
     let mut points = Vec::with_capacity(cfg.pw.len());
     for &pw in &cfg.pw {
+        if interrupted() {
+            break;
+        }
         overall.set_message(format!("(pw {pw})"));
         let bar = multi.add(ProgressBar::new(0));
         bar.set_style(
@@ -221,14 +309,20 @@ pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> 
         bar.finish_and_clear();
         multi.remove(&bar);
         overall.inc(1);
-        let _ = multi.println(format!(
+        let line = format!(
             "pw {pw}: {}{}",
-            p.status,
+            p.status.name(),
             p.error
                 .as_ref()
                 .map(|e| format!(" ({e})"))
                 .unwrap_or_default()
-        ));
+        );
+        // Off a terminal the bars are hidden and so is their println: say it on stderr.
+        if multi.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            let _ = multi.println(line);
+        }
         points.push(p);
     }
     overall.finish_and_clear();
@@ -245,7 +339,7 @@ pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> 
     };
     let write = |name: &str, text: &str| -> Result<PathBuf, String> {
         let p = cfg.out.join(name);
-        std::fs::write(&p, text).map_err(|e| format!("writing {}: {e}", p.display()))?;
+        write_file(&p, text.as_bytes())?;
         Ok(p)
     };
     write(

@@ -27,8 +27,18 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok(bytes.round() as u64)
 }
 
+/// Parses one worker count (`--pw` of `prove`, `c2`), bounded like a list's.
+pub fn parse_pw(s: &str) -> Result<usize, String> {
+    let v: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a worker count"))?;
+    crate::config::validate_pw(v)?;
+    Ok(v)
+}
+
 /// Parses worker counts: `A..B` and `A..=B` (both inclusive: 10..15 is 10 through 15), a comma
-/// list `A,B,C`, or one number. Counts must be at least 1; the result is sorted, without
+/// list `A,B,C`, or one number. Counts are between 1 and 65,536; the result is sorted, without
 /// duplicates.
 pub fn parse_pw_list(s: &str) -> Result<Vec<usize>, String> {
     let num = |x: &str| -> Result<usize, String> {
@@ -36,9 +46,7 @@ pub fn parse_pw_list(s: &str) -> Result<Vec<usize>, String> {
             .trim()
             .parse()
             .map_err(|_| format!("`{x}` is not a worker count"))?;
-        if v == 0 {
-            return Err("worker counts start at 1".into());
-        }
+        crate::config::validate_pw(v)?;
         Ok(v)
     };
     let mut out = if let Some((a, b)) = s.split_once("..") {
@@ -62,6 +70,15 @@ pub fn parse_pw_list(s: &str) -> Result<Vec<usize>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn worker_counts_are_bounded() {
+        assert!(parse_pw_list("0").is_err());
+        assert!(parse_pw_list("18446744073709551615").is_err());
+        assert!(parse_pw_list("70000").is_err());
+        // Twin: the largest accepted count.
+        assert_eq!(parse_pw_list("65536"), Ok(vec![65536]));
+    }
 
     #[test]
     fn sizes() {

@@ -12,29 +12,33 @@ fn schema() -> jsonschema::Validator {
 }
 
 fn sweep(out: &Path, extra: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+    let status = sweep_command(out, extra, env).status().unwrap();
+    assert!(status.success(), "sweep exited with {status}");
+    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
+}
+
+fn sweep_command(out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Command {
     let params = std::env::temp_dir().join("proofline-test-params");
-    let status = Command::new(env!("CARGO_BIN_EXE_proofline"))
-        .args([
-            "sweep",
-            "--pw",
-            "1,2",
-            "--log2-constraints",
-            "8",
-            "--partitions",
-            "3",
-            "--jobs",
-            "2",
-        ])
-        .arg("--out")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_proofline"));
+    cmd.arg("sweep");
+    // Defaults for a tiny sweep, unless `extra` gives the option.
+    for (flag, value) in [
+        ("--pw", "1,2"),
+        ("--log2-constraints", "8"),
+        ("--partitions", "3"),
+        ("--jobs", "2"),
+    ] {
+        if !extra.contains(&flag) {
+            cmd.args([flag, value]);
+        }
+    }
+    cmd.arg("--out")
         .arg(out)
         .arg("--params-dir")
         .arg(&params)
         .args(extra)
-        .envs(env.iter().copied())
-        .status()
-        .unwrap();
-    assert!(status.success(), "sweep exited with {status}");
-    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
+        .envs(env.iter().copied());
+    cmd
 }
 
 fn errors(v: &serde_json::Value) -> Vec<String> {
@@ -66,6 +70,21 @@ fn a_tiny_sweep_meets_the_contract() {
         assert!(timeline.starts_with("t_seconds,rss_bytes,synthesizing_count,synthesizing_bytes,"));
         assert!(timeline.lines().count() >= 2);
     }
+    // Per-device figures: the CPU backend's one device.
+    for p in points {
+        let devices = p["devices"].as_array().unwrap();
+        assert_eq!(devices.len(), 1);
+        assert_eq!(devices[0]["name"], "cpu:0");
+        assert_eq!(devices[0]["partitions"], 6);
+        assert_eq!(p["fallback_partitions"], 0);
+    }
+    // A results.json of before the device fields is still valid v1.
+    let mut old = v.clone();
+    for p in old["points"].as_array_mut().unwrap() {
+        p.as_object_mut().unwrap().remove("devices");
+        p.as_object_mut().unwrap().remove("fallback_partitions");
+    }
+    assert_eq!(errors(&old), Vec::<String>::new());
     assert!(v["recommendation"]["pw"].is_u64());
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3);
@@ -128,4 +147,159 @@ fn bad_options_are_refused_with_a_message() {
     assert!(!ok && err.contains("not a size"), "{err}");
     let (ok, err) = run(&["prove", "--queue-depth", "0"]);
     assert!(!ok && err.contains("--queue-depth"), "{err}");
+    // Counts that would stall the machine are bounded, before anything starts.
+    let (ok, err) = run(&["sweep", "--pw", "18446744073709551615"]);
+    assert!(!ok && err.contains("--pw"), "{err}");
+    let (ok, err) = run(&["sweep", "--pw", "1", "--synthesis-threads", "100000"]);
+    assert!(!ok && err.contains("--synthesis-threads"), "{err}");
+    let (ok, err) = run(&["prove", "--pw", "0"]);
+    assert!(!ok && err.contains("--pw"), "{err}");
+    for (_, err) in [
+        run(&["sweep", "--pw", "18446744073709551615"]),
+        run(&["prove", "--synthesis-threads", "100000"]),
+    ] {
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn a_sweep_where_every_point_failed_fails_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    // 1 MiB passes the option check but holds no partition of this workload at 2^14 (a/b/c
+    // alone take 1.5 MiB).
+    let o = sweep_command(
+        &out,
+        &["--log2-constraints", "14", "--mem-budget", "1MiB"],
+        &[],
+    )
+    .output()
+    .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("no point succeeded"), "{stderr}");
+    // The reason is printed off a terminal too, and under each row of the table.
+    assert!(stderr.contains("pw 1: failed"), "{stderr}");
+    assert!(stdout.contains("memory budget"), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(errors(&v), Vec::<String>::new());
+    for p in v["points"].as_array().unwrap() {
+        assert_eq!(p["status"], "failed");
+        // No throughput for a point whose proofs failed.
+        assert!(p["proofs_per_minute"].is_null(), "{p}");
+    }
+    assert!(v["recommendation"]["pw"].is_null());
+}
+
+#[test]
+fn a_sweep_never_mixes_its_results_with_another_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("point-pw7.json"), "{}").unwrap();
+    let o = sweep_command(&out, &[], &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(stderr.contains("is not empty"), "{stderr}");
+    assert!(!out.join("results.json").exists());
+    // Twin: an empty folder is fine (covered by the tiny sweep, which creates a new one), and
+    // default folders are unique: two made in the same second differ.
+    let a = harness::sweep::output_folder(None).unwrap();
+    let b = harness::sweep::output_folder(None).unwrap();
+    assert_ne!(a, b);
+    std::fs::remove_dir(a).unwrap();
+    std::fs::remove_dir(b).unwrap();
+}
+
+#[test]
+fn an_interrupted_sweep_stops_its_child_and_writes_what_it_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    // A workload long enough to be interrupted in its first point.
+    let child = sweep_command(
+        &out,
+        &[
+            "--pw",
+            "1,2,3",
+            "--log2-constraints",
+            "12",
+            "--partitions",
+            "40",
+            "--jobs",
+            "4",
+        ],
+        &[],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Wait until the first point's child runs (its timeline log exists), then SIGTERM the
+    // parent alone.
+    let log = out.join("point-pw1.log");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !log.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first point never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(errors(&v), Vec::<String>::new());
+    let points = v["points"].as_array().unwrap();
+    assert!(points.len() < 3, "the sweep went on after the interruption");
+    // The point's child did not panic on a closed pipe.
+    let child_log = std::fs::read_to_string(&log).unwrap();
+    assert!(!child_log.contains("panicked"), "{child_log}");
+}
+
+#[test]
+fn decodable_but_wrong_parameters_are_named_as_suspect() {
+    let dir = tempfile::tempdir().unwrap();
+    let params_dir = dir.path().join("params");
+    let prove = || {
+        Command::new(env!("CARGO_BIN_EXE_proofline"))
+            .args(["prove", "--pw", "1", "--jobs", "1", "--partitions", "2"])
+            .args(["--log2-constraints", "8", "--params-dir"])
+            .arg(&params_dir)
+            .output()
+            .unwrap()
+    };
+    // Twin first: the cache as generated proves.
+    let o = prove();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let file = std::fs::read_dir(&params_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "params"))
+        .expect("the cached parameter file");
+    // Two valid points swapped: the file still decodes, but the proofs cannot verify.
+    let mut params =
+        prover_core::Parameters::read_file(&file, prover_core::PointCheck::Checked).unwrap();
+    params.h.swap(0, 1);
+    let mut bytes = Vec::new();
+    params.write(&mut bytes).unwrap();
+    std::fs::write(&file, bytes).unwrap();
+    let o = prove();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(!o.status.success());
+    assert!(
+        stdout.contains("suspect") && stdout.contains(file.to_str().unwrap()),
+        "{stdout}\n{stderr}"
+    );
 }

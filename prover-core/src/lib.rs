@@ -55,6 +55,7 @@ pub use stages::{
     HandBack, PendingProof, PreparedParameters, Randomness,
 };
 pub use synthesize::{
-    CpuSynthesizer, Evaluations, PartitionShape, SynthesizedPartition, Synthesizer, Witness,
+    circuit_size, CircuitSize, CpuSynthesizer, Evaluations, PartitionShape, SynthesizedPartition,
+    Synthesizer, Witness,
 };
 pub use verify::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};

@@ -77,8 +77,7 @@ impl VerifyingKey {
 
     /// Reads a key file (for example a Filecoin `.vk` file).
     pub fn read_file(path: &Path, check: PointCheck) -> Result<Self> {
-        let bytes =
-            std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let bytes = read_regular_file(path)?;
         Self::from_bytes(&bytes, check)
     }
 
@@ -157,8 +156,7 @@ impl Parameters {
     /// never holds the file and the decoded points at once (a memory map does, until it is
     /// dropped).
     pub fn read_file(path: &Path, check: PointCheck) -> Result<Self> {
-        let file = std::fs::File::open(path)
-            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        let file = open_regular_file(path)?;
         let len = file
             .metadata()
             .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?
@@ -178,8 +176,7 @@ impl Parameters {
     /// prefixes are checked against the file size before anything is allocated, and points are
     /// decoded in parallel.
     pub fn read_mmap(path: &Path, check: PointCheck) -> Result<Self> {
-        let file = std::fs::File::open(path)
-            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        let file = open_regular_file(path)?;
         // SAFETY: the map is read-only and dropped before this function returns; a file truncated
         // underneath us by another process is outside what any reader can defend against.
         let map = unsafe { memmap2::Mmap::map(&file) }
@@ -216,15 +213,93 @@ impl Parameters {
     }
 }
 
+/// Opens `path` for reading if it is a regular file (or a link to one). A FIFO would block the
+/// open forever, a device or a folder is no parameter file: each is refused with an error that
+/// names the path.
+pub fn open_regular_file(path: &Path) -> Result<std::fs::File> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    if !meta.is_file() {
+        return Err(Error::io(
+            format!("opening {}", path.display()),
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file (a folder, FIFO, socket or device)",
+            ),
+        ));
+    }
+    std::fs::File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))
+}
+
+/// Reads a whole regular file (see [`open_regular_file`]).
+pub fn read_regular_file(path: &Path) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut open_regular_file(path)?, &mut bytes)
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    Ok(bytes)
+}
+
+/// Whether the temporary file name `name` (`<file>.<pid>.<n>.tmp`, as [`write_atomically`] makes
+/// them) belongs to `target`'s name and to a process that is no longer running. Without
+/// `/proc` nothing is known to be dead, so nothing is removed.
+fn stale_temporary(name: &str, target: &str) -> bool {
+    let Some(rest) = name
+        .strip_prefix(target)
+        .and_then(|r| r.strip_prefix('.'))
+        .and_then(|r| r.strip_suffix(".tmp"))
+    else {
+        return false;
+    };
+    let mut parts = rest.split('.');
+    let (Some(pid), Some(n), None) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let (Ok(pid), Ok(_)) = (pid.parse::<u32>(), n.parse::<u64>()) else {
+        return false;
+    };
+    pid != std::process::id()
+        && Path::new("/proc/self").exists()
+        && !Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// Removes the temporary files that killed writers of `path` left behind (a parameter file's
+/// is as large as the file); another live process's are left alone. Returns how many.
+pub fn remove_stale_temporaries(path: &Path) -> usize {
+    let (Some(dir), Some(target)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
+    else {
+        return 0;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name.to_str().is_some_and(|n| stale_temporary(n, target))
+            && std::fs::remove_file(entry.path()).is_ok()
+        {
+            tracing::info!(file = %entry.path().display(), "removed a stale temporary file");
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// Writes a file through a buffered temporary file in the same folder, synced and renamed into
 /// place, so that a reader never sees half a file and concurrent writers of the same file do not
 /// collide; the temporary file is removed on error.
-pub(crate) fn write_atomically<T>(
+pub fn write_atomically<T>(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<T>,
 ) -> Result<T> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let unique = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    remove_stale_temporaries(path);
     let name = path
         .file_name()
         .map_or_else(Default::default, |n| n.to_os_string());

@@ -177,6 +177,77 @@ pub trait Synthesizer: Send + Sync {
     fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<SynthesizedPartition>;
 }
 
+/// The sizes of a circuit as the prover sees them (bellperson's shape: ONE and the input
+/// constraints included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CircuitSize {
+    /// Constraints, input constraints included.
+    pub constraints: usize,
+    /// Inputs, ONE included.
+    pub inputs: usize,
+    /// Aux variables.
+    pub aux: usize,
+}
+
+impl CircuitSize {
+    /// The evaluation domain (next power of two of the constraints).
+    pub fn domain_size(&self) -> usize {
+        self.constraints.max(1).next_power_of_two()
+    }
+}
+
+/// Counts a circuit's constraints and variables without evaluating a value or a linear
+/// combination: seconds where synthesis or parameters take minutes, so that options that depend
+/// on the size (a memory budget) can be checked first.
+pub fn circuit_size<C: Circuit<Scalar>>(circuit: C) -> Result<CircuitSize> {
+    #[derive(Default)]
+    struct Counter(CircuitSize);
+    impl ConstraintSystem<Scalar> for Counter {
+        type Root = Self;
+        fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+        where
+            F: FnOnce() -> Result<Scalar, SynthesisError>,
+            A: FnOnce() -> AR,
+            AR: Into<String>,
+        {
+            self.0.aux += 1;
+            Ok(Variable::new_unchecked(Index::Aux(self.0.aux - 1)))
+        }
+        fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+        where
+            F: FnOnce() -> Result<Scalar, SynthesisError>,
+            A: FnOnce() -> AR,
+            AR: Into<String>,
+        {
+            self.0.inputs += 1;
+            Ok(Variable::new_unchecked(Index::Input(self.0.inputs - 1)))
+        }
+        fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+        where
+            A: FnOnce() -> AR,
+            AR: Into<String>,
+            LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+            LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+            LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        {
+            self.0.constraints += 1;
+        }
+        fn push_namespace<NR, N>(&mut self, _: N)
+        where
+            NR: Into<String>,
+            N: FnOnce() -> NR,
+        {
+        }
+        fn pop_namespace(&mut self) {}
+        fn get_root(&mut self) -> &mut Self::Root {
+            self
+        }
+    }
+    let mut cs = Counter::default();
+    synthesize_in_bellperson_shape(&mut cs, circuit, |cs| cs.0.inputs)?;
+    Ok(cs.0)
+}
+
 /// The steps the parameter generator and the synthesizer must take alike, in bellperson's
 /// order: the constant ONE as input 0, the circuit, then one `input * 0 = 0` constraint per
 /// input (so that every input is in the A query). `inputs` reads the input count after the
@@ -414,6 +485,23 @@ mod tests {
             );
             cs.extend(&child);
             Ok(())
+        }
+    }
+
+    #[test]
+    fn circuit_size_counts_what_synthesis_makes() {
+        for one_in_b in [true, false] {
+            let p = CpuSynthesizer.synthesize(Extended { one_in_b }).unwrap();
+            let size = circuit_size(Extended { one_in_b }).unwrap();
+            assert_eq!(
+                (size.constraints, size.inputs, size.aux),
+                (
+                    p.evaluations.len(),
+                    p.witness.input.len(),
+                    p.witness.aux.len()
+                )
+            );
+            assert_eq!(size.domain_size(), p.shape().domain_size());
         }
     }
 

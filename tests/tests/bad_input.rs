@@ -373,3 +373,60 @@ fn a_circuit_of_another_shape_is_handed_back_untouched() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn temporaries_of_killed_writers_are_removed_and_live_ones_kept() {
+    let dir = std::env::temp_dir().join(format!("proofline-stale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let target = dir.join("x.params");
+    // A pid that is certainly dead: a child that has exited and been reaped.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let live = std::os::unix::process::parent_id();
+    let stale = dir.join(format!("x.params.{dead}.0.tmp"));
+    let running = dir.join(format!("x.params.{live}.3.tmp"));
+    let other_file = dir.join(format!("y.params.{dead}.0.tmp"));
+    let not_ours = dir.join(format!("x.params.{dead}.tmp"));
+    for f in [&stale, &running, &other_file, &not_ours] {
+        std::fs::write(f, b"half a parameter file").unwrap();
+    }
+    assert_eq!(prover_core::params::remove_stale_temporaries(&target), 1);
+    assert!(!stale.exists(), "a dead writer's temporary file stayed");
+    // Twins: a live process's, another file's and a name of another pattern stay.
+    assert!(running.exists() && other_file.exists() && not_ours.exists());
+    // Writing the file (as the generator does) clears the other file's stale one too.
+    let other = dir.join("y.params");
+    let vk = prover_core::generate_seeded_parameters(RandomCircuit::new(1, 3, 1, 0).shape(), 1)
+        .unwrap()
+        .vk;
+    vk.write_file(&other).unwrap();
+    assert!(!other_file.exists() && other.exists());
+    assert!(running.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_parameter_path_that_is_not_a_regular_file_is_refused_not_awaited() {
+    let dir = std::env::temp_dir().join(format!("proofline-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("p.params");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a valid C string.
+    assert_eq!(unsafe { libc_mkfifo(c.as_ptr(), 0o600) }, 0);
+    for err in [
+        Parameters::read_file(&fifo, PointCheck::Unchecked).unwrap_err(),
+        Parameters::read_mmap(&fifo, PointCheck::Unchecked).unwrap_err(),
+        VerifyingKey::read_file(&fifo, PointCheck::Unchecked).unwrap_err(),
+        Parameters::read_file(&dir, PointCheck::Unchecked).unwrap_err(),
+    ] {
+        let msg = err.to_string();
+        assert!(msg.contains("not a regular file"), "{msg}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+extern "C" {
+    #[link_name = "mkfifo"]
+    fn libc_mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
+}

@@ -168,11 +168,16 @@ impl Config {
 /// Host bytes of a partition's large buffers, as the CPU synthesizer allocates them (vectors
 /// grown by pushing end with a power-of-two capacity): `(abc, rest)`.
 pub fn estimate_partition_bytes(params: &Parameters) -> (u64, u64) {
-    let scalars = |n: usize| (n.max(4).next_power_of_two() * 32) as u64;
+    estimate_bytes(params.domain_size(), params.l.len(), params.vk.ic.len())
+}
+
+/// [`estimate_partition_bytes`] from the sizes alone: the evaluation domain, the aux variables
+/// and the inputs (ONE included), for example from [`crate::synthesize::circuit_size`] before
+/// any parameters are loaded.
+pub fn estimate_bytes(domain: usize, aux: usize, inputs: usize) -> (u64, u64) {
+    let scalars = |n: usize| (n.max(4).next_power_of_two() as u64).saturating_mul(32);
     let words = |bits: usize| (bits.div_ceil(64).max(4).next_power_of_two() * 8) as u64;
-    let aux = params.l.len();
-    let inputs = params.vk.ic.len();
-    let abc = 3 * scalars(params.domain_size());
+    let abc = 3 * scalars(domain);
     let rest = scalars(aux) + scalars(inputs) + 2 * words(aux) + words(inputs);
     (abc, rest)
 }

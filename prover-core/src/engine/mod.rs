@@ -46,8 +46,8 @@ use crate::synthesize::{SynthesizedPartition, Synthesizer};
 
 use accelerator::DeviceState;
 pub use config::{
-    estimate_partition_bytes, Config, DeviceStats, EngineStats, ReleasePolicy, MAX_SLOTS,
-    MAX_THREADS,
+    estimate_bytes, estimate_partition_bytes, Config, DeviceStats, EngineStats, ReleasePolicy,
+    MAX_SLOTS, MAX_THREADS,
 };
 pub use job::JobHandle;
 use job::{InFlight, JobState};
