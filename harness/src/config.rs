@@ -2,12 +2,12 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::workloads::{Workload, WorkloadSpec};
 
 /// The compute backends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     /// The CPU backend (always built).
@@ -19,7 +19,7 @@ pub enum BackendKind {
 }
 
 /// `--release`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Release {
     /// Permit dropped once the accelerator queue accepts the partition.
@@ -73,6 +73,24 @@ impl Serialize for MemBudget {
     }
 }
 
+impl<'de> Deserialize<'de> for MemBudget {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Bytes(u64),
+            Word(String),
+        }
+        match Repr::deserialize(d)? {
+            Repr::Bytes(b) => Ok(MemBudget::Bytes(b)),
+            Repr::Word(w) if w == "auto" => Ok(MemBudget::Auto),
+            Repr::Word(w) => Err(serde::de::Error::custom(format!(
+                "mem_budget: `{w}` is neither a byte count nor \"auto\""
+            ))),
+        }
+    }
+}
+
 /// Parses `auto` or a size.
 pub fn parse_mem_budget(s: &str) -> Result<MemBudget, String> {
     if s.eq_ignore_ascii_case("auto") {
@@ -95,40 +113,69 @@ pub fn validate_pw(pw: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Everything a point of a sweep (or one `prove` run) needs, except the worker count.
-#[derive(Debug, Clone, Serialize)]
+/// Everything a point of a sweep (or one `prove` run) needs, except the worker count: the
+/// command-line options (declared here once, flattened into every command), what `results.json`
+/// records under `config`, and what a sweep hands its child processes (as JSON).
+#[derive(Debug, Clone, Serialize, Deserialize, clap::Args)]
 pub struct RunConfig {
-    /// `--backend`.
+    /// Compute backend.
+    #[arg(long, value_enum, default_value_t = BackendKind::Cpu)]
     pub backend: BackendKind,
-    /// `--circuit`.
+    /// Workload circuit.
+    #[arg(long, value_enum, default_value_t = Workload::Dense)]
     pub circuit: Workload,
-    /// `--log2-constraints`.
+    /// About 2^K constraints per partition.
+    #[arg(long = "log2-constraints", default_value_t = 14)]
     pub log2_constraints: u32,
-    /// `--partitions` (per job).
+    /// Partitions per job (a C2 proof is a job of 10; Filecoin's 2KiB workloads have 1).
+    #[arg(long, default_value_t = 10)]
     pub partitions: usize,
-    /// `--jobs`.
+    /// Jobs (proofs) per point.
+    #[arg(long, default_value_t = 2)]
     pub jobs: usize,
-    /// `--release`.
+    /// When a partition gives its synthesis permit back.
+    #[arg(long, value_enum, default_value_t = Release::AfterHandoff)]
     pub release: Release,
-    /// `--queue-depth`.
+    /// Slots of the accelerator queue.
+    #[arg(long = "queue-depth", default_value_t = 1)]
     pub queue_depth: usize,
-    /// `--gpu-workers` (per device).
+    /// Accelerator workers per device.
+    #[arg(long = "gpu-workers", default_value_t = 1)]
     pub gpu_workers: usize,
-    /// `--gpus`.
+    /// GPUs to use (comma list; cuda/opencl only).
+    #[arg(long, value_delimiter = ',')]
     pub gpus: Vec<usize>,
-    /// `--opencl-device`.
+    /// OpenCL device index (opencl only).
+    #[arg(long = "opencl-device")]
     pub opencl_device: Option<usize>,
-    /// `--synthesis-threads` (0: one per CPU).
+    /// Synthesis threads (0: one per CPU).
+    #[arg(long = "synthesis-threads", default_value_t = 0)]
     pub synthesis_threads: usize,
-    /// `--mem-budget`.
+    /// Byte budget for the partitions' buffers: a size (512MiB, 20GiB) or `auto`.
+    #[arg(long = "mem-budget", value_parser = parse_mem_budget)]
     pub mem_budget: Option<MemBudget>,
-    /// `--params-dir`.
+    /// Parameter cache folder.
+    #[arg(long = "params-dir", default_value = "target/proofline-params")]
     pub params_dir: PathBuf,
-    /// `--sample-ms`: the timeline's interval.
+    /// Interval of the ledger/RSS timeline, milliseconds.
+    #[arg(long = "sample-ms", default_value_t = 20)]
     pub sample_ms: u64,
 }
 
 impl RunConfig {
+    /// The options as a run uses them: Filecoin's 2KiB workloads have one partition per job
+    /// (a sector), whatever `--partitions` says.
+    pub fn normalized(self) -> Self {
+        RunConfig {
+            partitions: if self.circuit.is_filecoin() {
+                1
+            } else {
+                self.partitions
+            },
+            ..self
+        }
+    }
+
     /// The workload.
     pub fn workload(&self) -> WorkloadSpec {
         WorkloadSpec {

@@ -4,22 +4,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
-use harness::config::{parse_mem_budget, BackendKind, MemBudget, Release, RunConfig};
-use harness::filecoin::Job;
-use harness::params_cache::Bar;
-use harness::point::PointStatus;
-use harness::point::{prepare, run_jobs, run_point, Prepared};
+use clap::{Parser, Subcommand};
+use harness::commands::{c2, print_outcome, seal, C2Args};
+use harness::config::RunConfig;
+use harness::point::{prepare, run_jobs, run_point, PointStatus};
 use harness::report::{timeline_csv, SweepConfig};
 use harness::sweep::{interrupted, output_folder, run_sweep, summary, write_file, KILL_HOOK_ENV};
 use harness::units::{parse_pw, parse_pw_list, parse_size};
-use harness::workloads::Workload;
-use harness::workloads::WorkloadCircuit;
-use proofline_filecoin::{porep, Tree2KiB};
-use prover_core::ledger::{human_bytes, BufferKind, Stage};
-use prover_core::PointCheck;
-use std::path::Path;
-use std::time::Instant;
 
 #[derive(Parser)]
 #[command(
@@ -32,113 +23,12 @@ struct Cli {
     command: Cmd,
 }
 
-#[derive(Args, Clone)]
-struct RunArgs {
-    /// Compute backend.
-    #[arg(long, value_enum, default_value_t = BackendKind::Cpu)]
-    backend: BackendKind,
-    /// Workload circuit.
-    #[arg(long, value_enum, default_value_t = Workload::Dense)]
-    circuit: Workload,
-    /// About 2^K constraints per partition.
-    #[arg(long = "log2-constraints", default_value_t = 14)]
-    log2_constraints: u32,
-    /// Partitions per job (a C2 proof is a job of 10).
-    #[arg(long, default_value_t = 10)]
-    partitions: usize,
-    /// Jobs (proofs) per point.
-    #[arg(long, default_value_t = 2)]
-    jobs: usize,
-    /// When a partition gives its synthesis permit back.
-    #[arg(long, value_enum, default_value_t = Release::AfterHandoff)]
-    release: Release,
-    /// Slots of the accelerator queue.
-    #[arg(long = "queue-depth", default_value_t = 1)]
-    queue_depth: usize,
-    /// Accelerator workers per device.
-    #[arg(long = "gpu-workers", default_value_t = 1)]
-    gpu_workers: usize,
-    /// GPUs to use (comma list; cuda/opencl only).
-    #[arg(long, value_delimiter = ',')]
-    gpus: Vec<usize>,
-    /// OpenCL device index (opencl only).
-    #[arg(long = "opencl-device")]
-    opencl_device: Option<usize>,
-    /// Synthesis threads (0: one per CPU).
-    #[arg(long = "synthesis-threads", default_value_t = 0)]
-    synthesis_threads: usize,
-    /// Byte budget for the partitions' buffers: a size (512MiB, 20GiB) or `auto`.
-    #[arg(long = "mem-budget", value_parser = parse_mem_budget)]
-    mem_budget: Option<MemBudget>,
-    /// Parameter cache folder.
-    #[arg(long = "params-dir", default_value = "target/proofline-params")]
-    params_dir: PathBuf,
-    /// Interval of the ledger/RSS timeline, milliseconds.
-    #[arg(long = "sample-ms", default_value_t = 20)]
-    sample_ms: u64,
-}
-
-impl RunArgs {
-    fn resolve(self) -> RunConfig {
-        RunConfig {
-            backend: self.backend,
-            circuit: self.circuit,
-            log2_constraints: self.log2_constraints,
-            // Filecoin's 2KiB circuits have one partition per sector.
-            partitions: if self.circuit.is_filecoin() {
-                1
-            } else {
-                self.partitions
-            },
-            jobs: self.jobs,
-            release: self.release,
-            queue_depth: self.queue_depth,
-            gpu_workers: self.gpu_workers,
-            gpus: self.gpus,
-            opencl_device: self.opencl_device,
-            synthesis_threads: self.synthesis_threads,
-            mem_budget: self.mem_budget,
-            params_dir: self.params_dir,
-            sample_ms: self.sample_ms,
-        }
-    }
-}
-
 /// Worker counts from `--pw`.
 #[derive(Clone, Debug)]
 struct PwList(Vec<usize>);
 
 fn parse_pws(s: &str) -> Result<PwList, String> {
     parse_pw_list(s).map(PwList)
-}
-
-#[derive(Args)]
-struct C2Args {
-    /// The C1 output (JSON).
-    #[arg(long)]
-    c1: PathBuf,
-    /// Where to write the proof (the partitions' 192-byte proofs, concatenated: the bytes
-    /// verify_seal takes).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Sector size (needed for a raw C1 output; the wrapper names its registered proof).
-    #[arg(long = "sector-size", value_parser = parse_size)]
-    sector_size: Option<u64>,
-    /// Sector number, for verify_seal (default: sector.json next to the C1 file).
-    #[arg(long = "sector-id")]
-    sector_id: Option<u64>,
-    /// Prover (miner) id as 64 hex digits, for verify_seal (default: sector.json).
-    #[arg(long = "prover-id")]
-    prover_id: Option<String>,
-    /// Synthesis workers.
-    #[arg(long, default_value_t = 1, value_parser = parse_pw)]
-    pw: usize,
-    /// Check every parameter point (curve and subgroup) when reading a parameter file found on
-    /// disk (slow on large files; downloaded files were checked by digest when fetched).
-    #[arg(long = "check-params")]
-    check_params: bool,
-    #[command(flatten)]
-    run: RunArgs,
 }
 
 #[derive(Subcommand)]
@@ -173,7 +63,7 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
         #[command(flatten)]
-        run: RunArgs,
+        run: RunConfig,
     },
     /// Prove the workload at one worker count in this process and print the figures.
     Prove {
@@ -181,7 +71,7 @@ enum Cmd {
         #[arg(long, default_value_t = 4, value_parser = parse_pw)]
         pw: usize,
         #[command(flatten)]
-        run: RunArgs,
+        run: RunConfig,
     },
     /// Prove a PoRep C2 from a C1 output (filecoin-proofs-api's JSON, as Lotus and Curio write
     /// it, or filecoin-proofs' raw JSON) through the engine; check it with verify_seal.
@@ -207,8 +97,9 @@ enum Cmd {
         /// Where to write the timeline CSV.
         #[arg(long)]
         timeline: PathBuf,
-        #[command(flatten)]
-        run: RunArgs,
+        /// The run configuration, as the sweep's JSON.
+        #[arg(long)]
+        config: String,
     },
 }
 
@@ -233,25 +124,18 @@ fn main() -> ExitCode {
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn print_peaks<'a>(
-    title: &str,
-    names: impl Iterator<Item = &'a str>,
-    peaks: &std::collections::BTreeMap<String, harness::point::CountBytes>,
-) {
-    println!("{title}");
-    for name in names {
-        let p = peaks.get(name).copied().unwrap_or_default();
-        println!("  {name:<21} {:>4} / {}", p.count, human_bytes(p.bytes));
-    }
+/// A message error as an `anyhow` one (the library's option checks return `String`s).
+fn msg(e: String) -> anyhow::Error {
+    anyhow::Error::msg(e)
 }
 
-fn run(cmd: Cmd) -> Result<(), String> {
+fn run(cmd: Cmd) -> anyhow::Result<()> {
     match cmd {
         Cmd::Sweep {
             pw,
@@ -259,17 +143,17 @@ fn run(cmd: Cmd) -> Result<(), String> {
             out,
             run,
         } => {
-            let run = run.resolve();
-            run.validate()?;
-            let out = output_folder(out.as_deref())?;
+            let run = run.normalized();
+            run.validate().map_err(msg)?;
+            let out = output_folder(out.as_deref()).map_err(msg)?;
             let cfg = SweepConfig {
                 run,
                 pw: pw.0,
                 ram_limit,
                 out,
             };
-            let exe = std::env::current_exe().map_err(|e| format!("finding this binary: {e}"))?;
-            let results = run_sweep(&cfg, &exe)?;
+            let exe = std::env::current_exe().context("finding this binary")?;
+            let results = run_sweep(&cfg, &exe).map_err(msg)?;
             print!("{}", summary(&results));
             let ok = results
                 .points
@@ -277,23 +161,23 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 .filter(|p| p.status == PointStatus::Ok)
                 .count();
             if interrupted() {
-                return Err(format!(
+                anyhow::bail!(
                     "interrupted after {} of {} points; results so far in {}",
                     results.points.len(),
                     cfg.pw.len(),
                     cfg.out.display()
-                ));
+                );
             }
             if ok == 0 {
-                return Err(format!(
+                anyhow::bail!(
                     "no point succeeded (reasons above and in {}/results.json)",
                     cfg.out.display()
-                ));
+                );
             }
             Ok(())
         }
         Cmd::Report { dir } => {
-            let path = harness::report::redraw(&dir)?;
+            let path = harness::report::redraw(&dir).map_err(msg)?;
             println!("{}", path.display());
             Ok(())
         }
@@ -301,9 +185,11 @@ fn run(cmd: Cmd) -> Result<(), String> {
             pw,
             result,
             timeline,
-            run,
+            config,
         } => {
-            let cfg = run.resolve();
+            let cfg: RunConfig =
+                serde_json::from_str(&config).context("--config is not a run configuration")?;
+            cfg.validate().map_err(msg)?;
             let kill = std::env::var(KILL_HOOK_ENV)
                 .ok()
                 .and_then(|v| v.parse::<usize>().ok())
@@ -317,15 +203,15 @@ fn run(cmd: Cmd) -> Result<(), String> {
                     unsafe { libc::raise(libc::SIGKILL) };
                 }
             };
-            let outcome = run_point(&cfg, pw, &mut progress).map_err(|e| format!("{e:#}"))?;
-            write_file(&timeline, timeline_csv(&outcome.timeline).as_bytes())?;
-            let json = serde_json::to_string_pretty(&outcome.result).map_err(|e| e.to_string())?;
-            write_file(&result, json.as_bytes())
+            let outcome = run_point(&cfg, pw, &mut progress)?;
+            write_file(&timeline, timeline_csv(&outcome.timeline).as_bytes()).map_err(msg)?;
+            let json = serde_json::to_string_pretty(&outcome.result)?;
+            write_file(&result, json.as_bytes()).map_err(msg)
         }
         Cmd::Prove { pw, run } => {
-            let cfg = run.resolve();
+            let cfg = run.normalized();
             let spec = cfg.workload();
-            let prepared = prepare(&cfg, true).map_err(|e| format!("{e:#}"))?;
+            let prepared = prepare(&cfg, true)?;
             println!(
                 "workload {} ({}), {} jobs x {} partitions, pw {pw}, release {}; parameters in {:.1} s",
                 cfg.circuit.name(),
@@ -339,13 +225,9 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 cfg.release.name(),
                 prepared.params_load_seconds,
             );
-            let (o, _) =
-                run_jobs(&cfg, pw, prepared, &mut |_, _| {}).map_err(|e| format!("{e:#}"))?;
+            let (o, _) = run_jobs(&cfg, pw, prepared, &mut |_, _| {})?;
             print_outcome(&o);
-            let r = &o.result;
-            if r.proofs_failed > 0 {
-                return Err("some proofs failed".into());
-            }
+            anyhow::ensure!(o.result.proofs_failed == 0, "some proofs failed");
             Ok(())
         }
         Cmd::C2(args) => c2(args),
@@ -358,284 +240,4 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 },
         } => seal(sector_size, &out, force),
     }
-}
-
-/// Prints a run's figures: times, stage times, ledger peaks, memory, verification.
-fn print_outcome(o: &harness::point::PointOutcome) {
-    let r = &o.result;
-    let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
-    println!(
-        "wall {} s: {} s per proof, {} s per partition, {} proofs/min; parameters loaded in {} s",
-        f(r.wall_seconds),
-        f(r.seconds_per_proof),
-        f(r.seconds_per_partition),
-        f(r.proofs_per_minute),
-        f(r.params_load_seconds)
-    );
-    println!(
-                "stage time summed over partitions: synthesis {:.3} s, accelerator {:.3} s, finalize {:.3} s; accelerator busy {:.0}%",
-                o.stats.synthesis_seconds,
-                o.stats.accelerator_seconds,
-                o.stats.finalize_seconds,
-                100.0 * o.stats.mean_accelerator_busy()
-            );
-    for d in &o.stats.devices {
-        println!(
-            "device {}: busy {:.0}%, {:.3} s in the accelerator, {} partitions, {} failures{}",
-            d.name,
-            100.0 * d.busy_fraction,
-            d.accelerator_seconds,
-            d.partitions,
-            d.failures,
-            if d.in_service { "" } else { ", out of service" }
-        );
-    }
-    if o.stats.fallback_partitions > 0 {
-        println!(
-            "fallback: {} partitions, {:.3} s",
-            o.stats.fallback_partitions, o.stats.fallback_seconds
-        );
-    }
-    print_peaks(
-        "stage peaks (partitions / bytes):",
-        Stage::ALL.iter().map(|s| s.name()),
-        &r.stage_peaks,
-    );
-    print_peaks(
-        "buffer peaks (buffers / bytes):",
-        BufferKind::ALL.iter().map(|k| k.name()),
-        &r.buffer_peaks,
-    );
-    let b = |v: Option<u64>| v.map_or("-".into(), human_bytes);
-    println!(
-        "memory: ledger peak {}, peak RSS {}, baseline RSS {} (parameters loaded)",
-        b(r.ledger_peak_bytes),
-        b(r.peak_rss_bytes),
-        b(r.baseline_rss_bytes)
-    );
-    println!(
-        "verified: {}/{} jobs, {} partitions{}",
-        r.proofs_verified,
-        r.proofs_verified + r.proofs_failed,
-        r.partitions_verified,
-        r.error
-            .as_ref()
-            .map(|e| format!("; first error: {e}"))
-            .unwrap_or_default()
-    );
-}
-
-/// `proofline filecoin seal`.
-fn seal(sector_size: u64, out: &Path, force: bool) -> Result<(), String> {
-    let run = || -> anyhow::Result<()> {
-        let owned = ["c1.json", "c1-raw.json", "sector.json", "sector"];
-        let existing: Vec<&str> = owned
-            .iter()
-            .copied()
-            .filter(|n| out.join(n).exists())
-            .collect();
-        if !existing.is_empty() {
-            anyhow::ensure!(
-                force,
-                "{} holds a sealed sector already ({}): pass --force to replace it, or give \
-                 another --out",
-                out.display(),
-                existing.join(", ")
-            );
-            let sector = out.join("sector");
-            if sector.is_dir() {
-                std::fs::remove_dir_all(&sector)
-                    .with_context(|| format!("removing {}", sector.display()))?;
-            }
-        }
-        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-        let t = Instant::now();
-        let sectors = out.join("sector");
-        let sealed = porep::seal_c1(sector_size, &sectors, &mut rand::thread_rng())?;
-        let seconds = t.elapsed().as_secs_f64();
-        // Through temporary files renamed into place: never half a file under the real name.
-        let write = |name: &str, bytes: Vec<u8>| -> anyhow::Result<PathBuf> {
-            let path = out.join(name);
-            write_file(&path, &bytes).map_err(anyhow::Error::msg)?;
-            Ok(path)
-        };
-        let wrapped = write("c1.json", serde_json::to_vec(&sealed.output)?)?;
-        let raw = write(
-            "c1-raw.json",
-            serde_json::to_vec(&porep::raw_c1(&sealed.output)?)?,
-        )?;
-        let info = write("sector.json", serde_json::to_vec_pretty(&sealed.info)?)?;
-        println!(
-            "sealed a {} sector ({:?}, sector {}) through C1 in {seconds:.1} s",
-            human_bytes(sector_size),
-            sealed.info.registered_proof,
-            sealed.info.sector_id
-        );
-        println!(
-            "  {}  C1 output, filecoin-proofs-api wrapper (as Lotus and Curio hand it)",
-            wrapped.display()
-        );
-        println!(
-            "  {}  C1 output, filecoin-proofs' raw struct",
-            raw.display()
-        );
-        println!(
-            "  {}  sector number, prover id, commitments (for verify_seal)",
-            info.display()
-        );
-        println!("  {}  the sealed replica and its cache", sectors.display());
-        Ok(())
-    };
-    run().map_err(|e| format!("{e:#}"))
-}
-
-/// `proofline c2`.
-fn c2(args: C2Args) -> Result<(), String> {
-    let run = || -> anyhow::Result<()> {
-        // Every option first: nothing below may take minutes and then fail on one.
-        let cfg = RunConfig {
-            circuit: Workload::Porep2k,
-            partitions: 1,
-            jobs: 1,
-            ..args.run.clone().resolve()
-        };
-        cfg.validate().map_err(anyhow::Error::msg)?;
-        if let Some(out) = &args.out {
-            anyhow::ensure!(
-                !out.is_dir(),
-                "--out {} is a folder: give the path of the proof file to write",
-                out.display()
-            );
-            let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
-            if let Some(parent) = parent {
-                anyhow::ensure!(
-                    parent.is_dir(),
-                    "--out {}: the folder {} does not exist",
-                    out.display(),
-                    parent.display()
-                );
-            }
-        }
-        let (config, c1) = match porep::read_c1(&args.c1)? {
-            porep::C1File::Wrapped(w) => {
-                if let Some(size) = args.sector_size {
-                    anyhow::ensure!(
-                        size == u64::from(w.registered_proof.sector_size()),
-                        "--sector-size {size} disagrees with the C1 output's {:?}",
-                        w.registered_proof
-                    );
-                }
-                let config = w.registered_proof.as_v1_config();
-                (config, porep::raw_c1(&w)?)
-            }
-            porep::C1File::Raw(raw) => {
-                let size = args
-                    .sector_size
-                    .context("a raw C1 output does not say its sector size: pass --sector-size")?;
-                (porep::registered_proof(size)?.as_v1_config(), *raw)
-            }
-        };
-        let sector_json = args.c1.with_file_name("sector.json");
-        let info: Option<porep::SectorInfo> = if sector_json.exists() {
-            Some(
-                serde_json::from_slice(&prover_core::params::read_regular_file(&sector_json)?)
-                    .with_context(|| format!("reading {}", sector_json.display()))?,
-            )
-        } else {
-            None
-        };
-        let sector_id = match (args.sector_id, &info) {
-            (Some(id), _) => id,
-            (None, Some(i)) => i.sector_id,
-            (None, None) => anyhow::bail!(
-                "verify_seal needs the sector number and prover id: pass --sector-id and \
-                 --prover-id, or keep the sector.json that `proofline filecoin seal` wrote next \
-                 to the C1 file"
-            ),
-        };
-        let prover_id = match (&args.prover_id, &info) {
-            (Some(hex), _) => porep::parse_hex32(hex).context("--prover-id")?,
-            (None, Some(i)) => i.prover_id()?,
-            (None, None) => anyhow::bail!("pass --prover-id (32 bytes in hex)"),
-        };
-        let circuits = porep::porep_circuits::<Tree2KiB>(&config, &c1)?;
-        let partitions = circuits.len();
-        if let (Some(budget), Some((first, _))) = (cfg.mem_budget, circuits.first()) {
-            // The budget against one partition, counted in seconds, before the parameters.
-            let size = prover_core::circuit_size(first.clone())?;
-            let (abc, rest) =
-                prover_core::engine::estimate_bytes(size.domain_size(), size.aux, size.inputs);
-            let bytes = match budget {
-                MemBudget::Bytes(b) => b,
-                MemBudget::Auto => prover_core::budget::BudgetSize::Auto.resolve()?,
-            };
-            anyhow::ensure!(
-                bytes >= abc + rest,
-                "--mem-budget {} cannot hold one partition of this sector ({} constraints: {} \
-                 of buffers)",
-                human_bytes(bytes),
-                size.constraints,
-                human_bytes(abc + rest)
-            );
-        }
-        println!(
-            "C2 of sector {sector_id} ({} bytes, {partitions} partitions) from {}",
-            u64::from(config.sector_size),
-            args.c1.display()
-        );
-        let t = Instant::now();
-        let bar = Bar::new("porep", true);
-        let cached = porep::parameters::<Tree2KiB>(
-            &config,
-            if args.check_params {
-                PointCheck::Checked
-            } else {
-                PointCheck::Unchecked
-            },
-            &bar,
-        )?;
-        bar.finish(format!("{}", cached.path.display()));
-        println!(
-            "parameters {} ({}): {}{}; read in {:.1} s",
-            cached.path.display(),
-            human_bytes(cached.params.heap_bytes() as u64),
-            cached.trust,
-            if cached.generated {
-                format!(" in {:.1} s", cached.generate_seconds)
-            } else {
-                String::new()
-            },
-            cached.read_seconds
-        );
-        let params_load_seconds = t.elapsed().as_secs_f64();
-        let (circuits, inputs) = circuits
-            .into_iter()
-            .map(|(c, x)| (WorkloadCircuit::Porep(Box::new(c)), x))
-            .unzip();
-        let cfg = RunConfig { partitions, ..cfg };
-        let prepared = Prepared {
-            params: cached.params,
-            params_load_seconds,
-            params_path: cached.path.clone(),
-            jobs: vec![Job { circuits, inputs }],
-        };
-        let (o, mut proofs) = run_jobs(&cfg, args.pw, prepared, &mut |_, _| {})?;
-        print_outcome(&o);
-        let proofs = proofs.pop().context("one job")??;
-        let bytes = prover_core::Proof::many_to_bytes(&proofs);
-        if let Some(out) = &args.out {
-            write_file(out, &bytes).map_err(anyhow::Error::msg)?;
-            println!("proof ({} bytes) written to {}", bytes.len(), out.display());
-        }
-        let t = Instant::now();
-        let ok = porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &bytes)?;
-        println!(
-            "filecoin-proofs verify_seal: {} ({:.3} s)",
-            if ok { "accepted" } else { "REJECTED" },
-            t.elapsed().as_secs_f64()
-        );
-        anyhow::ensure!(ok, "verify_seal rejected the proof");
-        Ok(())
-    };
-    run().map_err(|e| format!("{e:#}"))
 }

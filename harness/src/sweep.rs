@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-use crate::config::{MemBudget, RunConfig};
+use crate::config::RunConfig;
 use crate::point::{PointResult, PointStatus};
 use crate::report::{
-    parse_timeline_csv, points_csv, recommend, table, utc_now, write_svg, Host, SweepConfig,
-    SweepResults, SCHEMA,
+    points_csv, read_timelines, recommend, report_title, table, utc_now, write_svg, Host,
+    SweepConfig, SweepResults, SCHEMA,
 };
 
 /// Set by SIGINT or SIGTERM: the sweep stops its running child and writes what it has.
@@ -95,56 +95,6 @@ pub fn output_folder(out: Option<&Path>) -> Result<PathBuf, String> {
 /// submitted, so that tests can check how a dead point is recorded.
 pub const KILL_HOOK_ENV: &str = "PROOFLINE_SWEEP_KILL_PW";
 
-/// The arguments that make a child run `cfg` (the `point` subcommand's options).
-pub fn child_args(cfg: &RunConfig) -> Vec<String> {
-    let mut a: Vec<String> = vec![
-        "--backend".into(),
-        cfg.backend.name().into(),
-        "--circuit".into(),
-        cfg.circuit.name().into(),
-        "--log2-constraints".into(),
-        cfg.log2_constraints.to_string(),
-        "--partitions".into(),
-        cfg.partitions.to_string(),
-        "--jobs".into(),
-        cfg.jobs.to_string(),
-        "--release".into(),
-        cfg.release.name().into(),
-        "--queue-depth".into(),
-        cfg.queue_depth.to_string(),
-        "--gpu-workers".into(),
-        cfg.gpu_workers.to_string(),
-        "--synthesis-threads".into(),
-        cfg.synthesis_threads.to_string(),
-        "--params-dir".into(),
-        cfg.params_dir.display().to_string(),
-        "--sample-ms".into(),
-        cfg.sample_ms.to_string(),
-    ];
-    if !cfg.gpus.is_empty() {
-        a.push("--gpus".into());
-        a.push(
-            cfg.gpus
-                .iter()
-                .map(|g| g.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-    }
-    if let Some(d) = cfg.opencl_device {
-        a.push("--opencl-device".into());
-        a.push(d.to_string());
-    }
-    if let Some(b) = cfg.mem_budget {
-        a.push("--mem-budget".into());
-        a.push(match b {
-            MemBudget::Bytes(b) => b.to_string(),
-            MemBudget::Auto => "auto".into(),
-        });
-    }
-    a
-}
-
 struct Exit {
     code: Option<i32>,
     signal: Option<i32>,
@@ -212,7 +162,8 @@ fn run_child(exe: &Path, cfg: &RunConfig, pw: usize, out: &Path, bar: &ProgressB
         .arg(&result_path)
         .arg("--timeline")
         .arg(&timeline_path)
-        .args(child_args(cfg))
+        .arg("--config")
+        .arg(serde_json::to_string(cfg).expect("a run configuration serializes"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(log));
@@ -329,7 +280,7 @@ pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> 
 
     let recommendation = recommend(&points, cfg.ram_limit);
     let results = SweepResults {
-        schema: SCHEMA,
+        schema: SCHEMA.to_string(),
         git_rev: env!("PROOFLINE_GIT_REV").to_string(),
         host: Host::detect(),
         started_at,
@@ -347,24 +298,8 @@ pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> 
         &serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?,
     )?;
     write("results.csv", &points_csv(&results.points))?;
-    let timelines: Vec<(usize, Vec<_>)> = results
-        .points
-        .iter()
-        .filter_map(|p| {
-            let path = cfg.out.join(format!("timeline-pw{}.csv", p.pw));
-            let text = std::fs::read_to_string(path).ok()?;
-            parse_timeline_csv(&text).ok().map(|t| (p.pw, t))
-        })
-        .collect();
-    let title = format!(
-        "{} 2^{} x {} partitions x {} jobs, {} backend, release {}",
-        cfg.run.circuit.name(),
-        cfg.run.log2_constraints,
-        cfg.run.partitions,
-        cfg.run.jobs,
-        cfg.run.backend.name(),
-        cfg.run.release.name()
-    );
+    let timelines = read_timelines(&cfg.out, &results.points);
+    let title = report_title(&cfg.run);
     write_svg(
         &cfg.out.join("report.svg"),
         &results.points,

@@ -31,7 +31,9 @@ const DENSE_INPUTS: usize = 4;
 const SHAPE_SEED: u64 = 0x0070_7266_6c6e;
 
 /// The workload kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
     /// The dense chain circuit.

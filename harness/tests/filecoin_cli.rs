@@ -71,7 +71,15 @@ fn seal_writes_both_c1_forms_and_c2_refuses_what_it_cannot_verify() {
         &cache,
     );
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("--sector-id"), "{}", stderr(&o));
+    // The whole message, so that a lost line continuation shows.
+    assert_eq!(
+        stderr(&o).lines().last().unwrap_or_default(),
+        "error: verify_seal needs the sector number and prover id: pass --sector-id and \
+         --prover-id, or keep the sector.json that `proofline filecoin seal` wrote next to the \
+         C1 file",
+        "{}",
+        stderr(&o)
+    );
     // A file that is not a C1 output, and one that does not exist.
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, "[1, 2, 3]").unwrap();

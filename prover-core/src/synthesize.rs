@@ -242,6 +242,15 @@ pub fn circuit_size<C: Circuit<Scalar>>(circuit: C) -> Result<CircuitSize> {
         fn get_root(&mut self) -> &mut Self::Root {
             self
         }
+        fn is_extensible() -> bool {
+            true
+        }
+        fn extend(&mut self, other: &Self) {
+            // The other system's first input is its own temporary ONE.
+            self.0.constraints += other.0.constraints;
+            self.0.aux += other.0.aux;
+            self.0.inputs += other.0.inputs.saturating_sub(1);
+        }
     }
     let mut cs = Counter::default();
     synthesize_in_bellperson_shape(&mut cs, circuit, |cs| cs.0.inputs)?;

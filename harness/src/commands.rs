@@ -1,0 +1,342 @@
+//! The commands that are more than a call: `prove`'s and `c2`'s printed figures, `c2` (PoRep C2
+//! from a C1 output) and `filecoin seal`. `main.rs` keeps the command line only.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use proofline_filecoin::{porep, Tree2KiB};
+use prover_core::ledger::{human_bytes, BufferKind, Stage};
+use prover_core::PointCheck;
+
+use crate::config::{MemBudget, RunConfig};
+use crate::filecoin::Job;
+use crate::params_cache::Bar;
+use crate::point::{run_jobs, PointOutcome, Prepared};
+use crate::sweep::write_file;
+use crate::units::{parse_pw, parse_size};
+use crate::workloads::{Workload, WorkloadCircuit};
+
+/// `proofline c2`'s options.
+#[derive(clap::Args, Debug)]
+pub struct C2Args {
+    /// The C1 output (JSON).
+    #[arg(long)]
+    pub c1: PathBuf,
+    /// Where to write the proof (the partitions' 192-byte proofs, concatenated: the bytes
+    /// verify_seal takes).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Sector size (needed for a raw C1 output; the wrapper names its registered proof).
+    #[arg(long = "sector-size", value_parser = parse_size)]
+    pub sector_size: Option<u64>,
+    /// Sector number, for verify_seal (default: sector.json next to the C1 file).
+    #[arg(long = "sector-id")]
+    pub sector_id: Option<u64>,
+    /// Prover (miner) id as 64 hex digits, for verify_seal (default: sector.json).
+    #[arg(long = "prover-id")]
+    pub prover_id: Option<String>,
+    /// Synthesis workers.
+    #[arg(long, default_value_t = 1, value_parser = parse_pw)]
+    pub pw: usize,
+    /// Check every parameter point (curve and subgroup) when reading a parameter file found on
+    /// disk (slow on large files; downloaded files were checked by digest when fetched).
+    #[arg(long = "check-params")]
+    pub check_params: bool,
+    /// The engine and workload options (the workload is the C1 output's sector).
+    #[command(flatten)]
+    pub run: RunConfig,
+}
+
+fn print_peaks<'a>(
+    title: &str,
+    names: impl Iterator<Item = &'a str>,
+    peaks: &std::collections::BTreeMap<String, crate::point::CountBytes>,
+) {
+    println!("{title}");
+    for name in names {
+        let p = peaks.get(name).copied().unwrap_or_default();
+        println!("  {name:<21} {:>4} / {}", p.count, human_bytes(p.bytes));
+    }
+}
+
+/// Prints a run's figures: times, stage times, ledger peaks, memory, verification.
+pub fn print_outcome(o: &PointOutcome) {
+    let r = &o.result;
+    let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
+    println!(
+        "wall {} s: {} s per proof, {} s per partition, {} proofs/min; parameters loaded in {} s",
+        f(r.wall_seconds),
+        f(r.seconds_per_proof),
+        f(r.seconds_per_partition),
+        f(r.proofs_per_minute),
+        f(r.params_load_seconds)
+    );
+    println!(
+                "stage time summed over partitions: synthesis {:.3} s, accelerator {:.3} s, finalize {:.3} s; accelerator busy {:.0}%",
+                o.stats.synthesis_seconds,
+                o.stats.accelerator_seconds,
+                o.stats.finalize_seconds,
+                100.0 * o.stats.mean_accelerator_busy()
+            );
+    for d in &o.stats.devices {
+        println!(
+            "device {}: busy {:.0}%, {:.3} s in the accelerator, {} partitions, {} failures{}",
+            d.name,
+            100.0 * d.busy_fraction,
+            d.accelerator_seconds,
+            d.partitions,
+            d.failures,
+            if d.in_service { "" } else { ", out of service" }
+        );
+    }
+    if o.stats.fallback_partitions > 0 {
+        println!(
+            "fallback: {} partitions, {:.3} s",
+            o.stats.fallback_partitions, o.stats.fallback_seconds
+        );
+    }
+    print_peaks(
+        "stage peaks (partitions / bytes):",
+        Stage::ALL.iter().map(|s| s.name()),
+        &r.stage_peaks,
+    );
+    print_peaks(
+        "buffer peaks (buffers / bytes):",
+        BufferKind::ALL.iter().map(|k| k.name()),
+        &r.buffer_peaks,
+    );
+    let b = |v: Option<u64>| v.map_or("-".into(), human_bytes);
+    println!(
+        "memory: ledger peak {}, peak RSS {}, baseline RSS {} (parameters loaded)",
+        b(r.ledger_peak_bytes),
+        b(r.peak_rss_bytes),
+        b(r.baseline_rss_bytes)
+    );
+    println!(
+        "verified: {}/{} jobs, {} partitions{}",
+        r.proofs_verified,
+        r.proofs_verified + r.proofs_failed,
+        r.partitions_verified,
+        r.error
+            .as_ref()
+            .map(|e| format!("; first error: {e}"))
+            .unwrap_or_default()
+    );
+}
+
+/// `proofline filecoin seal`: a sector of random data through C1, its outputs written.
+pub fn seal(sector_size: u64, out: &Path, force: bool) -> anyhow::Result<()> {
+    let run = || -> anyhow::Result<()> {
+        let owned = ["c1.json", "c1-raw.json", "sector.json", "sector"];
+        let existing: Vec<&str> = owned
+            .iter()
+            .copied()
+            .filter(|n| out.join(n).exists())
+            .collect();
+        if !existing.is_empty() {
+            anyhow::ensure!(
+                force,
+                "{} holds a sealed sector already ({}): pass --force to replace it, or give \
+                 another --out",
+                out.display(),
+                existing.join(", ")
+            );
+            let sector = out.join("sector");
+            if sector.is_dir() {
+                std::fs::remove_dir_all(&sector)
+                    .with_context(|| format!("removing {}", sector.display()))?;
+            }
+        }
+        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+        let t = Instant::now();
+        let sectors = out.join("sector");
+        let sealed = porep::seal_c1(sector_size, &sectors, &mut rand::thread_rng())?;
+        let seconds = t.elapsed().as_secs_f64();
+        // Through temporary files renamed into place: never half a file under the real name.
+        let write = |name: &str, bytes: Vec<u8>| -> anyhow::Result<PathBuf> {
+            let path = out.join(name);
+            write_file(&path, &bytes).map_err(anyhow::Error::msg)?;
+            Ok(path)
+        };
+        let wrapped = write("c1.json", serde_json::to_vec(&sealed.output)?)?;
+        let raw = write(
+            "c1-raw.json",
+            serde_json::to_vec(&porep::raw_c1(&sealed.output)?)?,
+        )?;
+        let info = write("sector.json", serde_json::to_vec_pretty(&sealed.info)?)?;
+        println!(
+            "sealed a {} sector ({:?}, sector {}) through C1 in {seconds:.1} s",
+            human_bytes(sector_size),
+            sealed.info.registered_proof,
+            sealed.info.sector_id
+        );
+        println!(
+            "  {}  C1 output, filecoin-proofs-api wrapper (as Lotus and Curio hand it)",
+            wrapped.display()
+        );
+        println!(
+            "  {}  C1 output, filecoin-proofs' raw struct",
+            raw.display()
+        );
+        println!(
+            "  {}  sector number, prover id, commitments (for verify_seal)",
+            info.display()
+        );
+        println!("  {}  the sealed replica and its cache", sectors.display());
+        Ok(())
+    };
+    run()
+}
+
+/// `proofline c2`: every option checked first, the C1 output read and checked, the partitions
+/// proven through the engine, the proof written and checked by `verify_seal`.
+pub fn c2(args: C2Args) -> anyhow::Result<()> {
+    let run = || -> anyhow::Result<()> {
+        // Every option first: nothing below may take minutes and then fail on one.
+        let cfg = RunConfig {
+            circuit: Workload::Porep2k,
+            partitions: 1,
+            jobs: 1,
+            ..args.run.clone().normalized()
+        };
+        cfg.validate().map_err(anyhow::Error::msg)?;
+        if let Some(out) = &args.out {
+            anyhow::ensure!(
+                !out.is_dir(),
+                "--out {} is a folder: give the path of the proof file to write",
+                out.display()
+            );
+            let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+            if let Some(parent) = parent {
+                anyhow::ensure!(
+                    parent.is_dir(),
+                    "--out {}: the folder {} does not exist",
+                    out.display(),
+                    parent.display()
+                );
+            }
+        }
+        let (config, c1) = match porep::read_c1(&args.c1)? {
+            porep::C1File::Wrapped(w) => {
+                if let Some(size) = args.sector_size {
+                    anyhow::ensure!(
+                        size == u64::from(w.registered_proof.sector_size()),
+                        "--sector-size {size} disagrees with the C1 output's {:?}",
+                        w.registered_proof
+                    );
+                }
+                let config = w.registered_proof.as_v1_config();
+                (config, porep::raw_c1(&w)?)
+            }
+            porep::C1File::Raw(raw) => {
+                let size = args
+                    .sector_size
+                    .context("a raw C1 output does not say its sector size: pass --sector-size")?;
+                (porep::registered_proof(size)?.as_v1_config(), *raw)
+            }
+        };
+        let sector_json = args.c1.with_file_name("sector.json");
+        let info: Option<porep::SectorInfo> = if sector_json.exists() {
+            Some(
+                serde_json::from_slice(&prover_core::params::read_regular_file(&sector_json)?)
+                    .with_context(|| format!("reading {}", sector_json.display()))?,
+            )
+        } else {
+            None
+        };
+        let sector_id = match (args.sector_id, &info) {
+            (Some(id), _) => id,
+            (None, Some(i)) => i.sector_id,
+            (None, None) => anyhow::bail!(
+                "verify_seal needs the sector number and prover id: pass --sector-id and \
+                 --prover-id, or keep the sector.json that `proofline filecoin seal` wrote next \
+                 to the C1 file"
+            ),
+        };
+        let prover_id = match (&args.prover_id, &info) {
+            (Some(hex), _) => porep::parse_hex32(hex).context("--prover-id")?,
+            (None, Some(i)) => i.prover_id()?,
+            (None, None) => anyhow::bail!("pass --prover-id (32 bytes in hex)"),
+        };
+        let circuits = porep::porep_circuits::<Tree2KiB>(&config, &c1)?;
+        let partitions = circuits.len();
+        if let (Some(budget), Some((first, _))) = (cfg.mem_budget, circuits.first()) {
+            // The budget against one partition, counted in seconds, before the parameters.
+            let size = prover_core::circuit_size(first.clone())?;
+            let (abc, rest) =
+                prover_core::engine::estimate_bytes(size.domain_size(), size.aux, size.inputs);
+            let bytes = match budget {
+                MemBudget::Bytes(b) => b,
+                MemBudget::Auto => prover_core::budget::BudgetSize::Auto.resolve()?,
+            };
+            anyhow::ensure!(
+                bytes >= abc + rest,
+                "--mem-budget {} cannot hold one partition of this sector ({} constraints: {} \
+                 of buffers)",
+                human_bytes(bytes),
+                size.constraints,
+                human_bytes(abc + rest)
+            );
+        }
+        println!(
+            "C2 of sector {sector_id} ({} bytes, {partitions} partitions) from {}",
+            u64::from(config.sector_size),
+            args.c1.display()
+        );
+        let t = Instant::now();
+        let bar = Bar::new("porep", true);
+        let cached = porep::parameters::<Tree2KiB>(
+            &config,
+            if args.check_params {
+                PointCheck::Checked
+            } else {
+                PointCheck::Unchecked
+            },
+            &bar,
+        )?;
+        bar.finish(format!("{}", cached.path.display()));
+        println!(
+            "parameters {} ({}): {}{}; read in {:.1} s",
+            cached.path.display(),
+            human_bytes(cached.params.heap_bytes() as u64),
+            cached.trust,
+            if cached.generated {
+                format!(" in {:.1} s", cached.generate_seconds)
+            } else {
+                String::new()
+            },
+            cached.read_seconds
+        );
+        let params_load_seconds = t.elapsed().as_secs_f64();
+        let (circuits, inputs) = circuits
+            .into_iter()
+            .map(|(c, x)| (WorkloadCircuit::Porep(Box::new(c)), x))
+            .unzip();
+        let cfg = RunConfig { partitions, ..cfg };
+        let prepared = Prepared {
+            params: cached.params,
+            params_load_seconds,
+            params_path: cached.path.clone(),
+            jobs: vec![Job { circuits, inputs }],
+        };
+        let (o, mut proofs) = run_jobs(&cfg, args.pw, prepared, &mut |_, _| {})?;
+        print_outcome(&o);
+        let proofs = proofs.pop().context("one job")??;
+        let bytes = prover_core::Proof::many_to_bytes(&proofs);
+        if let Some(out) = &args.out {
+            write_file(out, &bytes).map_err(anyhow::Error::msg)?;
+            println!("proof ({} bytes) written to {}", bytes.len(), out.display());
+        }
+        let t = Instant::now();
+        let ok = porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &bytes)?;
+        println!(
+            "filecoin-proofs verify_seal: {} ({:.3} s)",
+            if ok { "accepted" } else { "REJECTED" },
+            t.elapsed().as_secs_f64()
+        );
+        anyhow::ensure!(ok, "verify_seal rejected the proof");
+        Ok(())
+    };
+    run()
+}

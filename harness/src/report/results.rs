@@ -1,0 +1,313 @@
+//! `results.json` and `results.csv`: the sweep's figures, its recommendation, and the summary
+//! table.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use prover_core::ledger::human_bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::config::RunConfig;
+use crate::point::{PointResult, PointStatus};
+
+/// The `schema` value of `results.json`.
+pub const SCHEMA: &str = "proofline.sweep.v1";
+
+/// The machine.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Host {
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// Total RAM, bytes.
+    pub ram_bytes: u64,
+    /// GPUs used or seen (empty on the CPU backend).
+    pub gpus: Vec<String>,
+}
+
+impl Host {
+    /// This machine.
+    pub fn detect() -> Self {
+        let ram_bytes = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("MemTotal:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|k| k.parse::<u64>().ok())
+            })
+            .map_or(0, |k| k * 1024);
+        Host {
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ram_bytes,
+            gpus: Vec::new(),
+        }
+    }
+}
+
+/// The resolved options of a sweep.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SweepConfig {
+    /// The run options.
+    #[serde(flatten)]
+    pub run: RunConfig,
+    /// The worker counts, in order.
+    pub pw: Vec<usize>,
+    /// `--ram-limit`, bytes.
+    pub ram_limit: Option<u64>,
+    /// `--out`.
+    pub out: PathBuf,
+}
+
+/// The recommended worker count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recommendation {
+    /// The worker count, if any point qualifies.
+    pub pw: Option<usize>,
+    /// Why.
+    pub reason: String,
+}
+
+/// `results.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SweepResults {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// The harness's git revision.
+    pub git_rev: String,
+    /// The machine.
+    pub host: Host,
+    /// UTC start time, RFC 3339.
+    pub started_at: String,
+    /// The options.
+    pub config: SweepConfig,
+    /// One per worker count.
+    pub points: Vec<PointResult>,
+    /// The recommendation.
+    pub recommendation: Recommendation,
+}
+
+/// Throughputs within this fraction of the best count as equal: single runs on a shared machine
+/// vary by about that much (docs/sweep.md).
+pub const THROUGHPUT_TIE: f64 = 0.05;
+
+/// The best throughput among the `ok` points whose peak RSS fits `ram_limit`; points within
+/// [`THROUGHPUT_TIE`] of the best count as equal, and the one with the lowest peak RSS wins
+/// among them (more workers that buy no throughput only cost memory).
+pub fn recommend(points: &[PointResult], ram_limit: Option<u64>) -> Recommendation {
+    let ok: Vec<&PointResult> = points
+        .iter()
+        .filter(|p| p.status == PointStatus::Ok)
+        .collect();
+    if ok.is_empty() {
+        return Recommendation {
+            pw: None,
+            reason: "no point completed with every proof verified".into(),
+        };
+    }
+    let fits: Vec<&PointResult> = ok
+        .into_iter()
+        .filter(|p| match (ram_limit, p.peak_rss_bytes) {
+            (Some(limit), Some(rss)) => rss <= limit,
+            (Some(_), None) => false,
+            (None, _) => true,
+        })
+        .collect();
+    let tp = |p: &PointResult| p.proofs_per_minute.unwrap_or(0.0);
+    let Some(best_tp) = fits.iter().map(|p| tp(p)).max_by(f64::total_cmp) else {
+        return Recommendation {
+            pw: None,
+            reason: format!(
+                "no completed point fits --ram-limit {}",
+                human_bytes(ram_limit.unwrap_or(0))
+            ),
+        };
+    };
+    let chosen = fits
+        .iter()
+        .filter(|p| tp(p) >= best_tp * (1.0 - THROUGHPUT_TIE))
+        .min_by_key(|p| (p.peak_rss_bytes.unwrap_or(u64::MAX), p.pw))
+        .expect("the best point is within the tie");
+    let limit = match ram_limit {
+        Some(l) => format!("peak RSS within --ram-limit {}", human_bytes(l)),
+        None => "no --ram-limit given".into(),
+    };
+    Recommendation {
+        pw: Some(chosen.pw),
+        reason: format!(
+            "{:.2} proofs/min, peak RSS {}: the lowest peak RSS among the points within {:.0}% of the best throughput ({:.2} proofs/min); {limit}",
+            tp(chosen),
+            chosen.peak_rss_bytes.map_or("-".into(), human_bytes),
+            THROUGHPUT_TIE * 100.0,
+            best_tp
+        ),
+    }
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+/// `results.csv`: one row per point, units in the header names.
+pub fn points_csv(points: &[PointResult]) -> String {
+    let mut s = String::from(
+        "pw,status,signal,seconds_per_proof (s),proofs_per_minute (1/min),seconds_per_partition (s),\
+         wall_seconds (s),params_load_seconds (s),peak_rss_bytes (B),baseline_rss_bytes (B),\
+         ledger_peak_bytes (B),proofs_verified (jobs),proofs_failed (jobs),partitions_verified,\
+         accelerator_busy_fraction,device_busy_fractions,fallback_partitions\n",
+    );
+    for p in points {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            p.pw,
+            p.status.name(),
+            opt(p.signal),
+            opt(p.seconds_per_proof),
+            opt(p.proofs_per_minute),
+            opt(p.seconds_per_partition),
+            opt(p.wall_seconds),
+            opt(p.params_load_seconds),
+            opt(p.peak_rss_bytes),
+            opt(p.baseline_rss_bytes),
+            opt(p.ledger_peak_bytes),
+            p.proofs_verified,
+            p.proofs_failed,
+            p.partitions_verified,
+            opt(p.accelerator_busy_fraction),
+            device_busy(p, ";"),
+            p.fallback_partitions,
+        );
+    }
+    s
+}
+
+/// Per-device busy fractions, in device order, joined by `sep` (`-` when none was reported).
+fn device_busy(p: &PointResult, sep: &str) -> String {
+    if p.devices.is_empty() {
+        return "-".into();
+    }
+    p.devices
+        .iter()
+        .map(|d| format!("{:.2}", d.busy_fraction))
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+/// The summary table printed at the end of a sweep.
+pub fn table(points: &[PointResult]) -> String {
+    let mut s = format!(
+        "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5} {:>11}\n",
+        "pw",
+        "status",
+        "s/proof",
+        "proofs/min",
+        "s/part",
+        "peak RSS",
+        "RSS-base",
+        "ledger pk",
+        "diff",
+        "verified",
+        "busy",
+        "device busy"
+    );
+    for p in points {
+        let rss_delta = match (p.peak_rss_bytes, p.baseline_rss_bytes) {
+            (Some(a), Some(b)) => Some(a.saturating_sub(b)),
+            _ => None,
+        };
+        let diff = match (rss_delta, p.ledger_peak_bytes) {
+            (Some(d), Some(l)) if l > 0 => {
+                format!("{:+.0}%", 100.0 * (d as f64 - l as f64) / l as f64)
+            }
+            _ => "-".into(),
+        };
+        let f = |v: Option<f64>, prec: usize| v.map_or("-".into(), |x| format!("{x:.prec$}"));
+        let b = |v: Option<u64>| v.map_or("-".into(), human_bytes);
+        let status = match p.signal {
+            Some(sig) => format!("{}:{sig}", p.status.name()),
+            None => p.status.name().to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5} {:>11}",
+            p.pw,
+            status,
+            f(p.seconds_per_proof, 2),
+            f(p.proofs_per_minute, 2),
+            f(p.seconds_per_partition, 3),
+            b(p.peak_rss_bytes),
+            b(rss_delta),
+            b(p.ledger_peak_bytes),
+            diff,
+            format!(
+                "{}/{}",
+                p.proofs_verified,
+                p.proofs_verified + p.proofs_failed
+            ),
+            f(p.accelerator_busy_fraction, 2),
+            device_busy(p, "/"),
+        );
+        // A point that did not succeed says why, under its row.
+        if p.status != PointStatus::Ok {
+            let _ = writeln!(
+                s,
+                "     pw {} {}: {}",
+                p.pw,
+                status,
+                p.error.as_deref().unwrap_or("no reason was recorded")
+            );
+        }
+    }
+    s
+}
+
+/// The title of a sweep's report.
+pub fn report_title(run: &RunConfig) -> String {
+    format!(
+        "{} 2^{} x {} partitions x {} jobs, {} backend, release {}",
+        run.circuit.name(),
+        run.log2_constraints,
+        run.partitions,
+        run.jobs,
+        run.backend.name(),
+        run.release.name()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(pw: usize, ppm: f64, rss: u64, status: &str) -> PointResult {
+        let status = match status {
+            "ok" => PointStatus::Ok,
+            "killed" => PointStatus::Killed,
+            _ => PointStatus::Failed,
+        };
+        let mut p = PointResult::empty(pw, status);
+        p.proofs_per_minute = Some(ppm);
+        p.peak_rss_bytes = Some(rss);
+        p
+    }
+
+    #[test]
+    fn recommendation_respects_the_ram_limit() {
+        let pts = vec![
+            point(1, 1.0, 10, "ok"),
+            point(2, 3.0, 30, "ok"),
+            point(3, 9.0, 90, "killed"),
+        ];
+        assert_eq!(recommend(&pts, None).pw, Some(2));
+        assert_eq!(recommend(&pts, Some(20)).pw, Some(1));
+        assert_eq!(recommend(&pts, Some(5)).pw, None);
+        assert_eq!(recommend(&[], None).pw, None);
+        // Within the tie, less memory wins; outside it, throughput does.
+        let flat = vec![
+            point(4, 5.00, 40, "ok"),
+            point(5, 5.05, 50, "ok"),
+            point(6, 6.0, 60, "ok"),
+        ];
+        assert_eq!(recommend(&flat[..2], None).pw, Some(4));
+        assert_eq!(recommend(&flat, None).pw, Some(6));
+    }
+}
