@@ -204,6 +204,9 @@ pub fn circuit_size<C: Circuit<Scalar>>(circuit: C) -> Result<CircuitSize> {
     struct Counter(CircuitSize);
     impl ConstraintSystem<Scalar> for Counter {
         type Root = Self;
+        fn new() -> Self {
+            Self::default()
+        }
         fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
         where
             F: FnOnce() -> Result<Scalar, SynthesisError>,

@@ -334,3 +334,69 @@ fn configurations_that_cannot_run_are_refused_before_anything_starts() {
     )
     .is_ok());
 }
+
+/// The CPU backend, counting its preparations.
+struct CountingCpu(std::sync::atomic::AtomicUsize);
+
+impl GpuBackend for CountingCpu {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+    fn device_count(&self) -> usize {
+        1
+    }
+    fn prepare(
+        &self,
+        params: Arc<Parameters>,
+        ledger: &prover_core::ledger::StageLedger,
+    ) -> prover_core::Result<prover_core::PreparedParameters> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        CpuBackend.prepare(params, ledger)
+    }
+    fn worker(
+        &self,
+        device: usize,
+        slot: usize,
+    ) -> prover_core::Result<Box<dyn prover_core::AcceleratorWorker>> {
+        CpuBackend.worker(device, slot)
+    }
+}
+
+#[test]
+fn the_fallback_is_prepared_once_per_parameter_set() {
+    let fallback = Arc::new(CountingCpu(Default::default()));
+    let engine: Engine<RandomCircuit, CpuSynthesizer> = Engine::new(
+        Config {
+            fallback: Some(fallback.clone()),
+            ..Config::default()
+        },
+        CpuSynthesizer,
+        Arc::new(TestBackend::with_devices(
+            Gate::opened(),
+            vec![],
+            vec![Some(2)],
+        )),
+        Arc::new(CpuBackend),
+    )
+    .unwrap();
+    let one = engine.prepare(params()).unwrap();
+    let two = engine.prepare(params()).unwrap();
+    let handles: Vec<_> = (0..4)
+        .map(|j| {
+            let prepared = if j < 3 { &one } else { &two };
+            engine
+                .submit(
+                    prepared,
+                    (0..3).map(|p| circuit(j, p)).collect(),
+                    &mut rand::thread_rng(),
+                )
+                .unwrap()
+        })
+        .collect();
+    for h in handles {
+        h.wait().unwrap();
+    }
+    // Three jobs on one parameter set, one on another: two preparations, not four.
+    assert_eq!(fallback.0.load(std::sync::atomic::Ordering::Acquire), 2);
+    assert!(engine.shutdown().fallback_partitions > 0);
+}
