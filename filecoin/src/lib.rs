@@ -184,13 +184,6 @@ pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
     let mut generate_seconds = 0.0;
     let generated = !params_path.exists();
     let marker = generated_marker(&params_path);
-    let mut trust = if check == PointCheck::Checked {
-        Trust::Checked {
-            points_per_second: 0.0,
-        }
-    } else {
-        Trust::AsFound
-    };
     if generated {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let t = Instant::now();
@@ -204,32 +197,41 @@ pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
         )
         .with_context(|| format!("writing {}", marker.display()))?;
         generate_seconds = t.elapsed().as_secs_f64();
-        trust = Trust::Generated;
-    } else if marker.exists() {
-        trust = Trust::Generated;
-    } else if check == PointCheck::Unchecked {
-        // A production file is checked by its published digest (seconds), not point by point.
-        if let Some(bytes_per_second) = check_published_digest(&params_path)? {
-            trust = Trust::Digest { bytes_per_second };
-        }
     }
-    let check = match trust {
-        Trust::Checked { .. } => PointCheck::Checked,
-        _ => PointCheck::Unchecked,
+    // A file written just now needs no check; `check` (--check-params) applies to every file
+    // found, proofline's own from an earlier run included.
+    let check = if generated {
+        PointCheck::Unchecked
+    } else {
+        check
+    };
+    let ours = marker.exists();
+    // A production file read unchecked is checked by its published digest (seconds) first.
+    let digest = if check == PointCheck::Unchecked && !ours {
+        check_published_digest(&params_path)?
+    } else {
+        None
     };
     let t = Instant::now();
     let params = Parameters::read_file(&params_path, check)
         .with_context(|| format!("reading {}", params_path.display()))?;
     let read_seconds = t.elapsed().as_secs_f64();
-    if let Trust::Checked { points_per_second } = &mut trust {
-        let points = params.h.len()
-            + params.l.len()
-            + params.a.len()
-            + params.b_g1.len()
-            + params.b_g2.len()
-            + params.vk.ic.len();
-        *points_per_second = points as f64 / read_seconds.max(1e-9);
-    }
+    let trust = match (check, digest) {
+        (PointCheck::Checked, _) => {
+            let points = params.h.len()
+                + params.l.len()
+                + params.a.len()
+                + params.b_g1.len()
+                + params.b_g2.len()
+                + params.vk.ic.len();
+            Trust::Checked {
+                points_per_second: points as f64 / read_seconds.max(1e-9),
+            }
+        }
+        _ if ours => Trust::Generated,
+        (_, Some(bytes_per_second)) => Trust::Digest { bytes_per_second },
+        (_, None) => Trust::AsFound,
+    };
     if !vk_path.exists() {
         params.vk.write_file(&vk_path)?;
     }

@@ -150,3 +150,36 @@ fn window_post_2kib_is_accepted_by_filecoin_proofs() {
             .unwrap_or(false)
     );
 }
+
+#[test]
+fn found_parameter_files_are_trusted_as_asked() {
+    init();
+    let circuit = || Ok(prover_core::circuits::DenseCircuit::new(40, 2, 5));
+    let id = format!("proofline-trust-test-{}", std::process::id());
+    let first =
+        proofline_filecoin::cached_parameters(&id, circuit, prover_core::PointCheck::Checked, &())
+            .unwrap();
+    // Written just now: no check, whatever was asked.
+    assert!(first.generated);
+    assert_eq!(first.trust, proofline_filecoin::Trust::Generated);
+    // Found again, proofline's own (the marker): trusted without a check...
+    let again = proofline_filecoin::cached_parameters(
+        &id,
+        circuit,
+        prover_core::PointCheck::Unchecked,
+        &(),
+    )
+    .unwrap();
+    assert!(!again.generated);
+    assert_eq!(again.trust, proofline_filecoin::Trust::Generated);
+    // ...unless every point is asked to be checked (--check-params), which then happens.
+    let checked =
+        proofline_filecoin::cached_parameters(&id, circuit, prover_core::PointCheck::Checked, &())
+            .unwrap();
+    assert!(
+        matches!(checked.trust, proofline_filecoin::Trust::Checked { points_per_second } if points_per_second > 0.0),
+        "{:?}",
+        checked.trust
+    );
+    assert_eq!(checked.params, first.params);
+}

@@ -9,7 +9,7 @@ use proofline_filecoin::{porep, Tree2KiB};
 use prover_core::ledger::{human_bytes, BufferKind, Stage};
 use prover_core::PointCheck;
 
-use crate::config::{MemBudget, RunConfig};
+use crate::config::RunConfig;
 use crate::filecoin::Job;
 use crate::params_cache::Bar;
 use crate::point::{run_jobs, PointOutcome, Prepared};
@@ -266,10 +266,7 @@ pub fn c2(args: C2Args) -> anyhow::Result<()> {
             let size = prover_core::circuit_size(first.clone())?;
             let (abc, rest) =
                 prover_core::engine::estimate_bytes(size.domain_size(), size.aux, size.inputs);
-            let bytes = match budget {
-                MemBudget::Bytes(b) => b,
-                MemBudget::Auto => prover_core::budget::BudgetSize::Auto.resolve()?,
-            };
+            let bytes = prover_core::budget::BudgetSize::from(budget).resolve()?;
             anyhow::ensure!(
                 bytes >= abc + rest,
                 "--mem-budget {} cannot hold one partition of this sector ({} constraints: {} \

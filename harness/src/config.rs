@@ -91,6 +91,15 @@ impl<'de> Deserialize<'de> for MemBudget {
     }
 }
 
+impl From<MemBudget> for prover_core::budget::BudgetSize {
+    fn from(b: MemBudget) -> Self {
+        match b {
+            MemBudget::Bytes(b) => prover_core::budget::BudgetSize::Bytes(b),
+            MemBudget::Auto => prover_core::budget::BudgetSize::Auto,
+        }
+    }
+}
+
 /// Parses `auto` or a size.
 pub fn parse_mem_budget(s: &str) -> Result<MemBudget, String> {
     if s.eq_ignore_ascii_case("auto") {

@@ -16,7 +16,7 @@ use prover_core::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::config::{MemBudget, RunConfig};
+use crate::config::RunConfig;
 use crate::filecoin::Job;
 use crate::params_cache::{cache_path, load_or_generate, Bar};
 
@@ -302,10 +302,7 @@ pub fn run_jobs(
         gpu_workers: cfg.gpu_workers,
         finalizer_threads: 0,
         synthesis_threads: cfg.synthesis_threads,
-        mem_budget: cfg.mem_budget.map(|b| match b {
-            MemBudget::Bytes(b) => BudgetSize::Bytes(b),
-            MemBudget::Auto => BudgetSize::Auto,
-        }),
+        mem_budget: cfg.mem_budget.map(BudgetSize::from),
         // The CPU backend is its own fallback: no retry.
         fallback: None,
         ..Config::default()

@@ -25,6 +25,18 @@ fn circuit(job: usize, p: usize) -> RandomCircuit {
     RandomCircuit::new(2, 6, SHAPE, (job * 1000 + p) as u64 + 1)
 }
 
+type TestEngine = Engine<RandomCircuit, CpuSynthesizer>;
+
+/// An engine on `backend`, CPU synthesis and finalizer.
+fn engine(config: Config, backend: impl GpuBackend + 'static) -> prover_core::Result<TestEngine> {
+    Engine::new(
+        config,
+        CpuSynthesizer,
+        Arc::new(backend),
+        Arc::new(CpuBackend),
+    )
+}
+
 /// Proves `jobs` jobs of `partitions` on `backend` with `config`; checks every proof and that
 /// the ledger balances; returns the figures and the ledger's final snapshot.
 fn run(
@@ -35,13 +47,7 @@ fn run(
 ) -> (EngineStats, prover_core::ledger::Snapshot) {
     let params = params();
     let pvk = prepare_verifying_key(&params.vk);
-    let engine: Engine<RandomCircuit, CpuSynthesizer> = Engine::new(
-        config,
-        CpuSynthesizer,
-        Arc::new(backend),
-        Arc::new(CpuBackend),
-    )
-    .unwrap();
+    let engine = engine(config, backend).unwrap();
     let prepared = engine.prepare(params).unwrap();
     let handles: Vec<_> = (0..jobs)
         .map(|j| {
@@ -145,18 +151,12 @@ fn a_hand_back_is_retried_on_the_other_healthy_device_first() {
     assert!(snap.stage(Stage::Fallback).count.peak >= 1);
     // Twin: with only the failing device and no fallback, its hand-backs fail their jobs.
     let params = params();
-    let engine: Engine<RandomCircuit, CpuSynthesizer> = Engine::new(
+    let engine = engine(
         Config {
             max_device_failures: 1000,
             ..Config::default()
         },
-        CpuSynthesizer,
-        Arc::new(TestBackend::with_devices(
-            Gate::opened(),
-            vec![],
-            vec![Some(2)],
-        )),
-        Arc::new(CpuBackend),
+        TestBackend::with_devices(Gate::opened(), vec![], vec![Some(2)]),
     )
     .unwrap();
     let prepared = engine.prepare(params).unwrap();
@@ -247,13 +247,7 @@ fn every_nth_failure_with_the_fallback_loses_nothing() {
 #[test]
 fn parameters_of_another_backend_are_refused_at_submit() {
     let params = params();
-    let engine: Engine<RandomCircuit, CpuSynthesizer> = Engine::new(
-        Config::default(),
-        CpuSynthesizer,
-        Arc::new(TestBackend::new(Gate::opened(), vec![])),
-        Arc::new(CpuBackend),
-    )
-    .unwrap();
+    let engine = engine(Config::default(), TestBackend::new(Gate::opened(), vec![])).unwrap();
     let cpu = prepare_cpu((*params).clone());
     match engine.submit(&cpu, vec![circuit(0, 0)], &mut rand::thread_rng()) {
         Err(Error::BackendMismatch { prepared, used }) => {
@@ -277,7 +271,6 @@ fn parameters_of_another_backend_are_refused_at_submit() {
 
 #[test]
 fn configurations_that_cannot_run_are_refused_before_anything_starts() {
-    let backend = || -> Arc<dyn GpuBackend> { Arc::new(TestBackend::new(Gate::opened(), vec![])) };
     let bad = [
         Config {
             devices: vec![1],
@@ -306,31 +299,20 @@ fn configurations_that_cannot_run_are_refused_before_anything_starts() {
     ];
     for config in bad {
         let shown = format!("{config:?}");
-        match Engine::<RandomCircuit, CpuSynthesizer>::new(
-            config,
-            CpuSynthesizer,
-            backend(),
-            Arc::new(CpuBackend),
-        ) {
+        match engine(config, TestBackend::new(Gate::opened(), vec![])) {
             Err(Error::InvalidConfig { detail, .. }) => assert!(!detail.is_empty()),
             Err(e) => panic!("{shown}: {e}"),
             Ok(_) => panic!("{shown}: accepted"),
         }
     }
     // Twin: two devices exist on a two-device backend.
-    let two = Arc::new(TestBackend::with_devices(
-        Gate::opened(),
-        vec![],
-        vec![None, None],
-    ));
-    assert!(Engine::<RandomCircuit, CpuSynthesizer>::new(
+    let two = TestBackend::with_devices(Gate::opened(), vec![], vec![None, None]);
+    assert!(engine(
         Config {
             devices: vec![1, 0],
             ..Config::default()
         },
-        CpuSynthesizer,
         two,
-        Arc::new(CpuBackend),
     )
     .is_ok());
 }
@@ -365,18 +347,12 @@ impl GpuBackend for CountingCpu {
 #[test]
 fn the_fallback_is_prepared_once_per_parameter_set() {
     let fallback = Arc::new(CountingCpu(Default::default()));
-    let engine: Engine<RandomCircuit, CpuSynthesizer> = Engine::new(
+    let engine = engine(
         Config {
             fallback: Some(fallback.clone()),
             ..Config::default()
         },
-        CpuSynthesizer,
-        Arc::new(TestBackend::with_devices(
-            Gate::opened(),
-            vec![],
-            vec![Some(2)],
-        )),
-        Arc::new(CpuBackend),
+        TestBackend::with_devices(Gate::opened(), vec![], vec![Some(2)]),
     )
     .unwrap();
     let one = engine.prepare(params()).unwrap();

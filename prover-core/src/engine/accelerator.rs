@@ -16,7 +16,7 @@
 //!   partition straight to the fallback pool.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Select, Sender, TrySendError};
@@ -376,27 +376,4 @@ fn run(
     });
     inflight.token.release_backend_buffers();
     outcome?.map_err(|back| back.error)
-}
-
-/// Makes the fallback pool: its threads and the channel feeding them (the sender goes to the
-/// device workers only, so the pool drains and stops after them).
-pub(super) fn fallback_channel() -> (Sender<FallbackItem>, Receiver<FallbackItem>) {
-    crossbeam_channel::unbounded()
-}
-
-/// Waits for worker creation results from `n` threads.
-pub(super) fn await_ready(rx: &mpsc::Receiver<Result<()>>, n: usize) -> Result<()> {
-    for _ in 0..n {
-        match rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(e),
-            Err(_) => {
-                return Err(Error::Resource {
-                    what: "an accelerator worker",
-                    detail: "a worker thread ended before reporting".into(),
-                })
-            }
-        }
-    }
-    Ok(())
 }

@@ -147,6 +147,23 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<(
         })
 }
 
+/// Waits for the worker-context results of `n` threads: the first error is `Engine::new`'s.
+fn await_ready(rx: &mpsc::Receiver<Result<()>>, n: usize) -> Result<()> {
+    for _ in 0..n {
+        match rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                return Err(Error::Resource {
+                    what: "an accelerator worker",
+                    detail: "a worker thread ended before reporting".into(),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
 fn pool(name: &'static str, n: usize) -> Result<Arc<rayon::ThreadPool>> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(n)
@@ -218,11 +235,9 @@ where
             fallback_prepared: Mutex::new(Vec::new()),
             threads: Vec::new(),
         };
-        match engine.start(synth_pool, finalize_pool) {
-            Ok(()) => Ok(engine),
-            // Dropping the engine stops what did start.
-            Err(e) => Err(e),
-        }
+        // On an error, dropping the engine stops what did start.
+        engine.start(synth_pool, finalize_pool)?;
+        Ok(engine)
     }
 
     fn start(
@@ -235,7 +250,9 @@ where
         let (queue_tx, queue_rx) = crossbeam_channel::bounded(core.config.queue_depth);
         let (dealloc_tx, dealloc_rx) = mpsc::channel::<finalize::DeallocItem>();
         let (ready_tx, ready_rx) = mpsc::channel();
-        let (fallback_tx, fallback_rx) = accelerator::fallback_channel();
+        // The fallback pool's feed: its senders go to the device workers only, so the pool
+        // drains and stops after them.
+        let (fallback_tx, fallback_rx) = crossbeam_channel::unbounded();
         {
             let shared = self.shared.clone();
             self.threads
@@ -318,7 +335,7 @@ where
                     drop(inflight);
                 }
             })?);
-        accelerator::await_ready(&ready_rx, expected)
+        await_ready(&ready_rx, expected)
     }
 
     /// The engine's stage ledger.
