@@ -1,0 +1,333 @@
+//! The accelerator stage on any [`Device`]: a [`GpuBackend`] whose workers run the H pipeline
+//! and every MSM (b_g2 included, so the finalizer only assembles) on their device. The API
+//! crates give it their devices; everything above the device trait is here, once.
+
+use std::sync::Arc;
+
+use blstrs::{G1Affine, G2Affine};
+use prover_core::ledger::{BackendBuffer, BackendBuffers, ResidentKind, ResidentToken, StageLedger};
+use prover_core::{
+    AcceleratorSums, AcceleratorWorker, Domain, Error, GpuBackend, HandBack, Parameters,
+    PendingProof, PreparedParameters, QueryPlan, Result, SynthesizedPartition,
+};
+
+use crate::context::GpuDevice;
+use crate::device::{Device, DeviceCopy, DeviceError, DeviceResult, Queue};
+use crate::fault::Faults;
+use crate::memory::{DeviceBuffer, MemoryGauge};
+use crate::msm::{dense_msm, query_msm, Bases, Scan};
+use crate::ntt::{quotient, NttMode};
+use crate::source::KernelNames;
+
+/// Options of a device backend.
+#[derive(Debug, Default)]
+pub struct GpuOptions {
+    /// Caps the device memory the backend uses on each device (`--gpu-mem-limit`); `None`: the
+    /// device's memory less a tenth for the driver and other processes.
+    pub mem_limit: Option<u64>,
+    /// Injected faults (a test hook).
+    pub faults: Faults,
+}
+
+/// A device backend over devices of one API.
+pub struct GpuAccelerator<D: Device> {
+    name: &'static str,
+    devices: Vec<Arc<GpuDevice<D>>>,
+    faults: Arc<Faults>,
+}
+
+impl<D: Device> GpuAccelerator<D> {
+    /// A backend named `name` (`opencl`, `cuda`) over `devices`, whose programs define `names`.
+    pub fn new(
+        name: &'static str,
+        devices: Vec<D>,
+        names: &KernelNames,
+        options: GpuOptions,
+    ) -> Self {
+        let devices = devices
+            .into_iter()
+            .map(|device| {
+                let own = device.info().memory_bytes / 10 * 9;
+                let limit = options.mem_limit.map_or(own, |l| l.min(own));
+                Arc::new(GpuDevice {
+                    device,
+                    gauge: Arc::new(MemoryGauge::new(limit)),
+                    names: names.clone(),
+                })
+            })
+            .collect();
+        GpuAccelerator {
+            name,
+            devices,
+            faults: Arc::new(options.faults),
+        }
+    }
+
+    /// Device `i` with its gauge.
+    pub fn device(&self, i: usize) -> Option<&GpuDevice<D>> {
+        self.devices.get(i).map(|d| &**d)
+    }
+}
+
+/// A query's bases on one device, when they fit.
+struct Resident<D: Device> {
+    h: Option<DeviceBuffer<D>>,
+    l: Option<DeviceBuffer<D>>,
+    a: Option<DeviceBuffer<D>>,
+    b_g1: Option<DeviceBuffer<D>>,
+    b_g2: Option<DeviceBuffer<D>>,
+    _tokens: Vec<ResidentToken>,
+}
+
+/// What `prepare` keeps: the resident bases of every device.
+struct PreparedState<D: Device> {
+    devices: Vec<Resident<D>>,
+}
+
+/// Device bytes a partition of a `2^log2` domain needs beside the bases (three H vectors, and
+/// as much again for the MSMs' buckets and lists): what `prepare` leaves free.
+fn working_bytes(domain: usize) -> u64 {
+    4 * domain as u64 * 32 + (64 << 20)
+}
+
+fn upload_if_room<D: Device, G: DeviceCopy>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    bases: &[G],
+    keep: u64,
+    ledger: &StageLedger,
+    tokens: &mut Vec<ResidentToken>,
+    what: &str,
+) -> DeviceResult<Option<DeviceBuffer<D>>> {
+    let bytes = std::mem::size_of_val(bases) as u64;
+    if bases.is_empty()
+        || bytes > gpu.device.info().max_alloc_bytes
+        || gpu.gauge.available() < bytes.saturating_add(keep)
+    {
+        return Ok(None);
+    }
+    let buf = gpu.upload(q, bases, what)?;
+    tokens.push(ledger.resident(ResidentKind::DeviceBases, bytes));
+    Ok(Some(buf))
+}
+
+fn prepare_device<D: Device>(
+    gpu: &GpuDevice<D>,
+    params: &Parameters,
+    ledger: &StageLedger,
+) -> DeviceResult<Resident<D>> {
+    let mut q = gpu.device.queue()?;
+    let keep = working_bytes(params.domain_size());
+    let mut tokens = Vec::new();
+    let mut up = |bases: &[G1Affine], what| {
+        upload_if_room(gpu, &mut q, bases, keep, ledger, &mut tokens, what)
+    };
+    let h = up(&params.h, "H bases")?;
+    let l = up(&params.l, "L bases")?;
+    let a = up(&params.a, "A bases")?;
+    let b_g1 = up(&params.b_g1, "B G1 bases")?;
+    let b_g2 = upload_if_room(gpu, &mut q, &params.b_g2, keep, ledger, &mut tokens, "B G2 bases")?;
+    q.synchronize()?;
+    Ok(Resident {
+        h,
+        l,
+        a,
+        b_g1,
+        b_g2,
+        _tokens: tokens,
+    })
+}
+
+impl<D: Device> GpuBackend for GpuAccelerator<D> {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn device_count(&self) -> usize {
+        self.devices.len()
+    }
+
+    fn device_name(&self, device: usize) -> String {
+        match self.devices.get(device) {
+            Some(d) => format!("{}:{device} ({})", self.name, d.device.info().name),
+            None => format!("{}:{device}", self.name),
+        }
+    }
+
+    fn prepare(&self, params: Arc<Parameters>, ledger: &StageLedger) -> Result<PreparedParameters> {
+        let devices = self
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(i, gpu)| {
+                prepare_device(gpu, &params, ledger).map_err(|e| Error::Backend {
+                    backend: self.device_name(i),
+                    source: Box::new(e),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let state: Arc<PreparedState<D>> = Arc::new(PreparedState { devices });
+        Ok(PreparedParameters::new(params, self.name, Some(state)))
+    }
+
+    fn partition_host_bytes(&self, params: &Parameters) -> u64 {
+        // The split H pipeline's host vector, and the largest query's scan (index and exponent
+        // per term).
+        let largest = params.l.len().max(params.a.len()).max(params.b_g1.len());
+        params.domain_size() as u64 * 32 + largest as u64 * 40
+    }
+
+    fn worker(&self, device: usize, _slot: usize) -> Result<Box<dyn AcceleratorWorker>> {
+        let gpu = self.devices.get(device).ok_or_else(|| Error::InvalidConfig {
+            what: "device",
+            detail: format!(
+                "the {} backend has {} device(s), not {device}",
+                self.name,
+                self.devices.len()
+            ),
+        })?;
+        let queue = gpu.device.queue().map_err(|e| Error::Backend {
+            backend: self.device_name(device),
+            source: Box::new(e),
+        })?;
+        Ok(Box::new(GpuWorker {
+            backend: self.name,
+            label: self.device_name(device),
+            ordinal: device,
+            gpu: gpu.clone(),
+            queue,
+            faults: self.faults.clone(),
+        }))
+    }
+}
+
+/// One worker: its device and its own queue.
+struct GpuWorker<D: Device> {
+    backend: &'static str,
+    label: String,
+    ordinal: usize,
+    gpu: Arc<GpuDevice<D>>,
+    queue: D::Queue,
+    faults: Arc<Faults>,
+}
+
+fn bases<'a, D: Device, G>(
+    resident: &'a Option<DeviceBuffer<D>>,
+    host: &'a [G],
+) -> Bases<'a, D, G> {
+    match resident {
+        Some(buf) => Bases::Resident(buf),
+        None => Bases::Streamed(host),
+    }
+}
+
+impl<D: Device> GpuWorker<D> {
+    fn run(
+        &mut self,
+        resident: &Resident<D>,
+        params: &Parameters,
+        partition: &SynthesizedPartition,
+        plan: &QueryPlan,
+        domain: &Domain,
+        ledger: &mut BackendBuffers<'_>,
+    ) -> DeviceResult<(AcceleratorSums, blstrs::G2Projective)> {
+        let gpu = &*self.gpu;
+        let q = &mut self.queue;
+        let n = domain.size();
+        let mode = NttMode::choose(n, gpu.gauge.available()).ok_or_else(|| {
+            DeviceError::new(
+                "H",
+                format!(
+                    "a domain of 2^{} needs {} on the device, {} is left under its limit",
+                    domain.log2,
+                    prover_core::ledger::human_bytes(2 * n as u64 * 32),
+                    prover_core::ledger::human_bytes(gpu.gauge.available())
+                ),
+            )
+        })?;
+        let e = &partition.evaluations;
+        let exps = quotient(gpu, q, [&e.a, &e.b, &e.c], domain, mode, ledger)?;
+        let h = dense_msm::<D, G1Affine>(
+            gpu,
+            q,
+            bases(&resident.h, &params.h),
+            &exps,
+            plan.h.len(),
+            ledger,
+        )?;
+        drop(exps);
+        let w = &partition.witness;
+        let mut run = |bases: Bases<'_, D, G1Affine>, terms: &[&prover_core::MsmTerm]| {
+            let scan = Scan::new(terms.iter().copied(), w)?;
+            ledger.register(BackendBuffer::HostTemp, scan.heap_bytes());
+            query_msm::<D, G1Affine>(gpu, q, bases, &scan, ledger)
+        };
+        let l = run(bases(&resident.l, &params.l), &[&plan.l])?;
+        let a = run(bases(&resident.a, &params.a), &[&plan.a[0], &plan.a[1]])?;
+        let b_g1 = run(bases(&resident.b_g1, &params.b_g1), &[&plan.b[0], &plan.b[1]])?;
+        // The G2 B query has the G1 one's layout: the same scan.
+        let scan = Scan::new(plan.b.iter(), w)?;
+        ledger.register(BackendBuffer::HostTemp, scan.heap_bytes());
+        let b_g2 = query_msm::<D, G2Affine>(gpu, q, bases(&resident.b_g2, &params.b_g2), &scan, ledger)?;
+        q.synchronize()?;
+        Ok((AcceleratorSums { h, l, a, b_g1 }, b_g2))
+    }
+}
+
+impl<D: Device> AcceleratorWorker for GpuWorker<D> {
+    fn accelerate(
+        &mut self,
+        prepared: &PreparedParameters,
+        partition: SynthesizedPartition,
+        buffers: &mut BackendBuffers<'_>,
+    ) -> std::result::Result<PendingProof, HandBack> {
+        let params = prepared.params();
+        let checked = prepared
+            .check_backend(self.backend)
+            .and_then(|()| prepared.state::<PreparedState<D>>())
+            .and_then(|s| {
+                s.devices.get(self.ordinal).ok_or_else(|| Error::InvalidConfig {
+                    what: "device",
+                    detail: format!("parameters were not prepared on {}", self.label),
+                })
+            })
+            .and_then(|r| Ok((r, QueryPlan::new(&partition, params)?)))
+            .and_then(|(r, plan)| {
+                Ok((r, plan, Domain::new(params.domain_size().trailing_zeros())?))
+            });
+        let (resident, plan, domain) = match checked {
+            Ok(x) => x,
+            Err(error) => {
+                return Err(HandBack {
+                    partition: Box::new(partition),
+                    error,
+                })
+            }
+        };
+        let fault = self.faults.next_call().map(|n| {
+            DeviceError::new(
+                format!("accelerator call {n}"),
+                format!("fault injected ({})", crate::fault::FAIL_CALLS_VAR),
+            )
+        });
+        let outcome = match fault {
+            Some(e) => Err(e),
+            None => self.run(resident, params, &partition, &plan, &domain, buffers),
+        };
+        match outcome {
+            Ok((sums, b_g2)) => Ok(PendingProof {
+                sums,
+                b_g2: Some(b_g2),
+                plan,
+                witness: partition.witness,
+            }),
+            Err(e) => Err(HandBack {
+                partition: Box::new(partition),
+                error: Error::Backend {
+                    backend: self.label.clone(),
+                    source: Box::new(e),
+                },
+            }),
+        }
+    }
+}

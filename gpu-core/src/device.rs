@@ -1,0 +1,166 @@
+//! The small device trait each GPU API crate implements (buffers, copies, kernel launches,
+//! synchronisation, memory facts), so that the stage logic above it is written once.
+
+use std::fmt;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use prover_core::density::ScalarBytes;
+
+/// What the host logic needs to know about a device to size its work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The device's name, as its driver reports it.
+    pub name: String,
+    /// The platform or driver it runs under (for logs and cache keys).
+    pub platform: String,
+    /// Driver version (part of the program cache key).
+    pub driver: String,
+    /// Compute units (OpenCL) or multiprocessors (CUDA).
+    pub compute_units: u32,
+    /// Global memory in bytes.
+    pub memory_bytes: u64,
+    /// The largest single allocation the device allows.
+    pub max_alloc_bytes: u64,
+    /// Local (shared) memory per group, in bytes.
+    pub local_memory_bytes: u64,
+    /// The largest group the device runs.
+    pub max_group_size: usize,
+}
+
+/// A device error: what the API said, and what was being done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceError {
+    /// The operation (`alloc 4.0 MiB`, `launch Fr_radix_fft`, ...).
+    pub during: String,
+    /// The API's own message or code.
+    pub detail: String,
+}
+
+impl DeviceError {
+    /// An error during `during`.
+    pub fn new(during: impl Into<String>, detail: impl fmt::Display) -> Self {
+        DeviceError {
+            during: during.into(),
+            detail: detail.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.during, self.detail)
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
+/// A device result.
+pub type DeviceResult<T> = std::result::Result<T, DeviceError>;
+
+/// A kernel argument.
+pub enum Arg<'a, B> {
+    /// A device buffer.
+    Buffer(&'a B),
+    /// A 32-bit unsigned integer.
+    U32(u32),
+    /// A field element by value.
+    Scalar(Scalar),
+    /// Group-local (shared) memory of this many bytes.
+    Local(usize),
+}
+
+/// One device: it allocates buffers (shared by all its queues: resident bases are read by every
+/// worker) and makes queues.
+pub trait Device: Send + Sync + 'static {
+    /// A device buffer of bytes; dropping it frees it.
+    type Buffer: Send + Sync + 'static;
+    /// An in-order command queue (an OpenCL queue, a CUDA stream), one per worker.
+    type Queue: Queue<Buffer = Self::Buffer>;
+
+    /// What the device is.
+    fn info(&self) -> &DeviceInfo;
+
+    /// A new buffer of `bytes` bytes (contents undefined).
+    fn alloc(&self, bytes: usize) -> DeviceResult<Self::Buffer>;
+
+    /// A new queue.
+    fn queue(&self) -> DeviceResult<Self::Queue>;
+
+    /// Bytes free on the device right now, where the API can tell (CUDA can, OpenCL cannot).
+    fn free_memory(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// An in-order queue: operations run one after another, and a read returns when its data is
+/// on the host.
+pub trait Queue: Send + 'static {
+    /// The device's buffer type.
+    type Buffer;
+
+    /// Copies `src` to `dst` at byte `offset`.
+    fn write(&mut self, dst: &Self::Buffer, offset: usize, src: &[u8]) -> DeviceResult<()>;
+
+    /// Copies bytes at `offset` of `src` into `dst`, and waits for them.
+    fn read(&mut self, src: &Self::Buffer, offset: usize, dst: &mut [u8]) -> DeviceResult<()>;
+
+    /// Launches `kernel` on `groups` groups of `group_size` threads.
+    fn launch(
+        &mut self,
+        kernel: &str,
+        groups: usize,
+        group_size: usize,
+        args: &[Arg<'_, Self::Buffer>],
+    ) -> DeviceResult<()>;
+
+    /// Waits until everything queued has finished.
+    fn synchronize(&mut self) -> DeviceResult<()>;
+}
+
+/// Types whose bytes are exactly what the kernels read and write: blstrs's field elements and
+/// points are `repr(transparent)` over blst's little-endian Montgomery limbs (jacobian points
+/// in projective types), which is ec-gpu-gen's layout; `ScalarBytes` is a canonical scalar
+/// (an MSM exponent); `u32` an index.
+///
+/// # Safety
+/// Implementors must be plain data with no padding, valid for any bytes the kernels write
+/// (the projective types: any jacobian triple the kernels produce).
+pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {}
+
+// SAFETY: 32 bytes of limbs (size checked below).
+unsafe impl DeviceCopy for Scalar {}
+// SAFETY: `[u8; 32]`.
+unsafe impl DeviceCopy for ScalarBytes {}
+// SAFETY: two 48-byte coordinates.
+unsafe impl DeviceCopy for G1Affine {}
+// SAFETY: two 96-byte coordinates.
+unsafe impl DeviceCopy for G2Affine {}
+// SAFETY: three 48-byte coordinates (blst's jacobian `blst_p1`).
+unsafe impl DeviceCopy for G1Projective {}
+// SAFETY: three 96-byte coordinates (blst's jacobian `blst_p2`).
+unsafe impl DeviceCopy for G2Projective {}
+// SAFETY: an integer.
+unsafe impl DeviceCopy for u32 {}
+
+const _: () = {
+    assert!(std::mem::size_of::<Scalar>() == 32);
+    assert!(std::mem::size_of::<ScalarBytes>() == 32);
+    assert!(std::mem::size_of::<G1Affine>() == 96);
+    assert!(std::mem::size_of::<G2Affine>() == 192);
+    assert!(std::mem::size_of::<G1Projective>() == 144);
+    assert!(std::mem::size_of::<G2Projective>() == 288);
+};
+
+/// The bytes of a slice of device-copyable values.
+pub fn bytes_of<T: DeviceCopy>(values: &[T]) -> &[u8] {
+    // SAFETY: `DeviceCopy` types are plain data without padding.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
+}
+
+/// The bytes of a mutable slice of device-copyable values.
+pub fn bytes_of_mut<T: DeviceCopy>(values: &mut [T]) -> &mut [u8] {
+    // SAFETY: as above, and every byte pattern the kernels write is a valid `T`.
+    unsafe {
+        std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), std::mem::size_of_val(values))
+    }
+}

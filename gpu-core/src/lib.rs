@@ -1,0 +1,30 @@
+//! proofline's shared GPU layer: what the CUDA and OpenCL backends have in common, written
+//! once so that POCL (a CPU OpenCL, in CI) checks the code both run.
+//!
+//! - [`source`]: one kernel source for both APIs: ec-gpu-gen's field, curve, FFT and multiexp
+//!   code for Fr, Fp, Fp2, G1 and G2, and proofline's own kernels (`kernels.cl`, `msm.cl`).
+//! - [`device`]: the small trait an API crate implements (buffers, copies, launches,
+//!   synchronisation, memory facts).
+//! - [`memory`]: every device buffer counted against the device's limit (`--gpu-mem-limit`).
+//! - [`ntt`]: the H pipeline on a device, with the CPU backend's semantics.
+//! - [`msm`]: query-plan MSMs (density, zeros dropped, ones batch-added, bucket MSM; bases
+//!   resident or streamed in chunks).
+//! - [`accelerator`]: a `GpuBackend` over any device: prepare (resident bases), workers, b_g2
+//!   on the device, hand-back on any device error.
+//! - [`fault`]: the fault-injection test hook.
+#![warn(missing_docs)]
+
+pub mod accelerator;
+pub mod context;
+pub mod device;
+pub mod fault;
+pub mod memory;
+pub mod msm;
+pub mod ntt;
+pub mod source;
+
+pub use accelerator::{GpuAccelerator, GpuOptions};
+pub use context::GpuDevice;
+pub use device::{Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
+pub use fault::Faults;
+pub use source::{KernelSource, Limbs};

@@ -1,0 +1,472 @@
+//! MSMs on a device, executing prover-core's query plan: the host scans each query's scalars
+//! (density filtering; zeros dropped, ones listed for a batch addition, the rest listed with
+//! their exponents), the device sums the listed bases of ones and runs a bucket MSM over the
+//! rest, gathering bases by index from the query's bases: resident when they fit, streamed in
+//! chunks when they do not. Window and chunk sizes come from the device's compute units and the
+//! memory left under its limit.
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+use group::Group;
+use prover_core::density::ScalarBytes;
+use prover_core::ledger::{BackendBuffer, BackendBuffers};
+use prover_core::plan::MsmTerm;
+use prover_core::synthesize::Witness;
+use rayon::prelude::*;
+
+use crate::context::{launch_threads, GpuDevice};
+use crate::device::{bytes_of_mut, Arg, Device, DeviceCopy, DeviceError, DeviceResult, Queue};
+use crate::memory::DeviceBuffer;
+
+/// Exponent bits the kernels read (Fr's limbs).
+const EXP_BITS: usize = 256;
+/// The largest window.
+const MAX_WINDOW: usize = 12;
+/// Threads per compute unit the MSM aims to keep busy.
+const THREADS_PER_UNIT: usize = 128;
+/// Bytes per listed term on the device: a u32 index and a 32-byte exponent.
+const TERM_BYTES: u64 = 36;
+
+/// A curve the device MSMs run on.
+pub trait DeviceCurve: DeviceCopy {
+    /// The projective (jacobian) sum type, with the device's layout.
+    type Projective: DeviceCopy + Group + Send + Sync;
+    /// Bytes of a jacobian point.
+    const JACOBIAN_BYTES: u64 = std::mem::size_of::<Self::Projective>() as u64;
+    /// Bytes of an affine base.
+    const AFFINE_BYTES: u64 = std::mem::size_of::<Self>() as u64;
+    /// The name in messages.
+    const NAME: &'static str;
+    /// The batch-addition kernel.
+    fn sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
+    /// The bucket MSM kernel.
+    fn msm_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
+}
+
+impl DeviceCurve for G1Affine {
+    type Projective = G1Projective;
+    const NAME: &'static str = "G1";
+    fn sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g1_sum_indexed
+    }
+    fn msm_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g1_msm
+    }
+}
+
+impl DeviceCurve for G2Affine {
+    type Projective = G2Projective;
+    const NAME: &'static str = "G2";
+    fn sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g2_sum_indexed
+    }
+    fn msm_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g2_msm
+    }
+}
+
+/// The shape of one bucket MSM launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MsmPlan {
+    /// Bits per window.
+    pub window: usize,
+    /// Windows over the 256 exponent bits.
+    pub windows: usize,
+    /// Groups the terms are split into (one thread per group and window).
+    pub groups: usize,
+}
+
+impl MsmPlan {
+    /// Threads (= partial sums) of the launch.
+    pub fn threads(&self) -> usize {
+        self.windows * self.groups
+    }
+
+    /// Device bytes of the buckets and the partial sums, for jacobian points of `jac` bytes.
+    pub fn scratch_bytes(&self, jac: u64) -> u64 {
+        self.threads() as u64 * ((1u64 << self.window) - 1 + 1) * jac
+    }
+
+    /// The plan for `n` terms on a device of `compute_units`, whose buckets fit in `budget`
+    /// bytes: the window that minimises the rounds of threads times each thread's additions
+    /// (its share of the terms, and twice its buckets for the summation by parts).
+    pub fn new(n: usize, compute_units: u32, jac: u64, budget: u64) -> Option<Self> {
+        let units = (compute_units.max(1) as usize) * THREADS_PER_UNIT;
+        let mut best: Option<(usize, MsmPlan)> = None;
+        for window in 1..=MAX_WINDOW {
+            let windows = EXP_BITS.div_ceil(window);
+            let mut groups = (units / windows).clamp(1, n.max(1));
+            // Fewer groups when the buckets do not fit.
+            loop {
+                let plan = MsmPlan {
+                    window,
+                    windows,
+                    groups,
+                };
+                if plan.scratch_bytes(jac) <= budget {
+                    let rounds = plan.threads().div_ceil(units);
+                    let cost = rounds * (n.div_ceil(groups) + (2 << window));
+                    if best.is_none_or(|(c, _)| cost < c) {
+                        best = Some((cost, plan));
+                    }
+                    break;
+                }
+                if groups == 1 {
+                    break;
+                }
+                groups /= 2;
+            }
+        }
+        best.map(|(_, p)| p)
+    }
+
+    /// Combines the partial sums (`results[g * windows + w]`) into the MSM's value: window by
+    /// window from the most significant, doubling in between.
+    pub fn combine<P: Group>(&self, results: &[P]) -> P {
+        let mut acc = P::identity();
+        let mut bits = 0;
+        for w in 0..self.windows {
+            let width = self.window.min(EXP_BITS - bits);
+            for _ in 0..width {
+                acc = acc.double();
+            }
+            for g in 0..self.groups {
+                acc += results[g * self.windows + w];
+            }
+            bits += width;
+        }
+        acc
+    }
+}
+
+/// A query's scalars as the device takes them: base indices of the ones, and base indices and
+/// exponents of the rest (zeros and unused variables dropped). Indices are into the query's
+/// bases, ascending.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Scan {
+    /// Bases whose scalar is one.
+    pub ones: Vec<u32>,
+    /// Bases of the other nonzero scalars.
+    pub idx: Vec<u32>,
+    /// Their exponents.
+    pub exps: Vec<ScalarBytes>,
+}
+
+impl Scan {
+    /// Scans the terms of one query (their bases ranges are disjoint and ascending).
+    pub fn new<'a>(
+        terms: impl IntoIterator<Item = &'a MsmTerm>,
+        witness: &Witness,
+    ) -> DeviceResult<Self> {
+        const CHUNK: usize = 1 << 14;
+        let mut out = Scan::default();
+        for t in terms {
+            if t.bases.end > u32::MAX as usize {
+                return Err(DeviceError::new("scanning scalars", "more than 2^32 bases"));
+            }
+            let scalars = t.scalars(witness);
+            let density = t.density(witness);
+            // The base index of each chunk's first used variable.
+            let mut starts = Vec::with_capacity(scalars.len().div_ceil(CHUNK));
+            let mut k = t.bases.start;
+            for s in (0..scalars.len()).step_by(CHUNK) {
+                starts.push((s, k));
+                let e = (s + CHUNK).min(scalars.len());
+                k += density.map_or(e - s, |d| (s..e).filter(|&j| d.get(j)).count());
+            }
+            if k != t.bases.end {
+                return Err(DeviceError::new(
+                    "scanning scalars",
+                    format!(
+                        "{} used scalars for {} bases",
+                        k - t.bases.start,
+                        t.bases.len()
+                    ),
+                ));
+            }
+            let parts: Vec<Scan> = starts
+                .into_par_iter()
+                .map(|(s, mut k)| {
+                    let mut part = Scan::default();
+                    let e = (s + CHUNK).min(scalars.len());
+                    for (j, sc) in scalars[s..e].iter().enumerate() {
+                        if density.is_some_and(|d| !d.get(s + j)) {
+                            continue;
+                        }
+                        if sc.is_one() {
+                            part.ones.push(k as u32);
+                        } else if !sc.is_zero() {
+                            part.idx.push(k as u32);
+                            part.exps.push(*sc);
+                        }
+                        k += 1;
+                    }
+                    part
+                })
+                .collect();
+            for p in parts {
+                out.ones.extend_from_slice(&p.ones);
+                out.idx.extend_from_slice(&p.idx);
+                out.exps.extend_from_slice(&p.exps);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Host bytes it holds.
+    pub fn heap_bytes(&self) -> u64 {
+        (self.ones.capacity() * 4 + self.idx.capacity() * 4 + self.exps.capacity() * 32) as u64
+    }
+}
+
+/// Where a query's bases are.
+pub enum Bases<'a, D: Device, G> {
+    /// On the device, the whole query.
+    Resident(&'a DeviceBuffer<D>),
+    /// On the host: uploaded chunk by chunk.
+    Streamed(&'a [G]),
+}
+
+/// Runs a bucket MSM over `n` terms whose exponents are `exps[exp_offset..]` and whose bases are
+/// `bases[idx[i]]` (or `bases[i]` without `idx`).
+#[allow(clippy::too_many_arguments)]
+fn bucket_msm<D: Device, G: DeviceCurve>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    bases: &DeviceBuffer<D>,
+    idx: Option<&DeviceBuffer<D>>,
+    exps: &DeviceBuffer<D>,
+    exp_offset: usize,
+    n: usize,
+    ledger: &mut BackendBuffers<'_>,
+) -> DeviceResult<G::Projective> {
+    if n == 0 {
+        return Ok(G::Projective::identity());
+    }
+    let info = gpu.device.info();
+    let budget = gpu.gauge.available().min(info.max_alloc_bytes);
+    let plan = MsmPlan::new(n, info.compute_units, G::JACOBIAN_BYTES, budget).ok_or_else(|| {
+        DeviceError::new(
+            format!("{} MSM of {n} terms", G::NAME),
+            "no room for even one bucket set under the memory limit",
+        )
+    })?;
+    let jac = G::JACOBIAN_BYTES;
+    let threads = plan.threads() as u64;
+    let buckets = gpu.alloc(threads * ((1 << plan.window) - 1) * jac, "MSM buckets")?;
+    let results = gpu.alloc(threads * jac, "MSM partial sums")?;
+    ledger.register(BackendBuffer::DeviceScratch, buckets.bytes() + results.bytes());
+    q.launch(
+        G::msm_kernel(gpu),
+        plan.threads().div_ceil(crate::context::GROUP),
+        crate::context::GROUP,
+        &[
+            Arg::Buffer(bases.raw()),
+            Arg::Buffer(idx.unwrap_or(exps).raw()),
+            Arg::U32(idx.is_some() as u32),
+            Arg::Buffer(exps.raw()),
+            Arg::U32(exp_offset as u32),
+            Arg::U32(n as u32),
+            Arg::Buffer(buckets.raw()),
+            Arg::Buffer(results.raw()),
+            Arg::U32(plan.groups as u32),
+            Arg::U32(plan.windows as u32),
+            Arg::U32(plan.window as u32),
+        ],
+    )?;
+    let mut partial = vec![G::Projective::identity(); plan.threads()];
+    q.read(results.raw(), 0, bytes_of_mut(&mut partial))?;
+    Ok(plan.combine(&partial))
+}
+
+/// The sum of `bases[idx[i]]` over the `n` listed indices.
+fn sum_indexed<D: Device, G: DeviceCurve>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    bases: &DeviceBuffer<D>,
+    idx: &DeviceBuffer<D>,
+    n: usize,
+    ledger: &mut BackendBuffers<'_>,
+) -> DeviceResult<G::Projective> {
+    if n == 0 {
+        return Ok(G::Projective::identity());
+    }
+    let units = gpu.device.info().compute_units.max(1) as usize * THREADS_PER_UNIT;
+    // At least 64 additions per thread: fewer partial sums for the host to add.
+    let threads = units.min(n.div_ceil(64)).max(1);
+    let per = n.div_ceil(threads);
+    let threads = n.div_ceil(per);
+    let results = gpu.alloc(threads as u64 * G::JACOBIAN_BYTES, "batch addition sums")?;
+    ledger.register(BackendBuffer::DeviceScratch, results.bytes());
+    launch_threads(
+        q,
+        G::sum_kernel(gpu),
+        threads,
+        &[
+            Arg::Buffer(bases.raw()),
+            Arg::Buffer(idx.raw()),
+            Arg::U32(n as u32),
+            Arg::U32(per as u32),
+            Arg::U32(threads as u32),
+            Arg::Buffer(results.raw()),
+        ],
+    )?;
+    let mut partial = vec![G::Projective::identity(); threads];
+    q.read(results.raw(), 0, bytes_of_mut(&mut partial))?;
+    Ok(partial.into_iter().fold(G::Projective::identity(), |a, b| a + b))
+}
+
+/// How many listed terms one launch takes, given the bytes left beside the MSM's own scratch
+/// (half of what is available: the rest is for the buckets).
+fn terms_per_launch<D: Device>(gpu: &GpuDevice<D>) -> usize {
+    ((gpu.gauge.available() / 2) / TERM_BYTES).max(1) as usize
+}
+
+/// Executes a scanned query against its bases: the batch addition of the ones plus the bucket
+/// MSM of the rest. Streamed bases are uploaded in chunks that fit beside the work.
+pub fn query_msm<D: Device, G: DeviceCurve>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    bases: Bases<'_, D, G>,
+    scan: &Scan,
+    ledger: &mut BackendBuffers<'_>,
+) -> DeviceResult<G::Projective> {
+    let len = match &bases {
+        Bases::Resident(buf) => (buf.bytes() / G::AFFINE_BYTES) as usize,
+        Bases::Streamed(host) => host.len(),
+    };
+    let last = scan.ones.last().max(scan.idx.last()).copied();
+    if last.is_some_and(|i| i as usize >= len) {
+        return Err(DeviceError::new(
+            format!("{} MSM", G::NAME),
+            format!("a term uses base {} of {len}", last.unwrap_or(0)),
+        ));
+    }
+    let mut total = G::Projective::identity();
+    match bases {
+        Bases::Resident(buf) => {
+            total += listed_msm::<D, G>(gpu, q, buf, &scan.ones, &scan.idx, &scan.exps, ledger)?;
+        }
+        Bases::Streamed(host) => {
+            let chunk = stream_chunk::<D, G>(gpu, host.len())?;
+            for start in (0..host.len()).step_by(chunk) {
+                let end = (start + chunk).min(host.len());
+                let range = |v: &[u32]| {
+                    v.partition_point(|&i| (i as usize) < start)
+                        ..v.partition_point(|&i| (i as usize) < end)
+                };
+                let (ro, rd) = (range(&scan.ones), range(&scan.idx));
+                if ro.is_empty() && rd.is_empty() {
+                    continue;
+                }
+                let rebase = |v: &[u32]| v.iter().map(|&i| i - start as u32).collect::<Vec<_>>();
+                let buf = gpu.upload(q, &host[start..end], "streamed bases")?;
+                ledger.register(BackendBuffer::DeviceScratch, buf.bytes());
+                total += listed_msm::<D, G>(
+                    gpu,
+                    q,
+                    &buf,
+                    &rebase(&scan.ones[ro]),
+                    &rebase(&scan.idx[rd.clone()]),
+                    &scan.exps[rd],
+                    ledger,
+                )?;
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// Bases per streamed chunk: a third of what is left, so that the listed terms and the buckets
+/// fit beside it.
+fn stream_chunk<D: Device, G: DeviceCurve>(gpu: &GpuDevice<D>, len: usize) -> DeviceResult<usize> {
+    let room = gpu.gauge.available().min(gpu.device.info().max_alloc_bytes) / 3;
+    let chunk = (room / G::AFFINE_BYTES) as usize;
+    if chunk == 0 {
+        return Err(DeviceError::new(
+            format!("streaming {} bases", G::NAME),
+            "no room for a chunk under the memory limit",
+        ));
+    }
+    Ok(chunk.min(len.max(1)))
+}
+
+/// The ones and the listed terms against bases already on the device, in launches that fit.
+fn listed_msm<D: Device, G: DeviceCurve>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    bases: &DeviceBuffer<D>,
+    ones: &[u32],
+    idx: &[u32],
+    exps: &[ScalarBytes],
+    ledger: &mut BackendBuffers<'_>,
+) -> DeviceResult<G::Projective> {
+    let mut total = G::Projective::identity();
+    let per = terms_per_launch(gpu);
+    for part in ones.chunks(per * 9) {
+        let buf = gpu.upload(q, part, "indices of ones")?;
+        ledger.register(BackendBuffer::DeviceScratch, buf.bytes());
+        total += sum_indexed::<D, G>(gpu, q, bases, &buf, part.len(), ledger)?;
+    }
+    for (i, e) in idx.chunks(per).zip(exps.chunks(per)) {
+        let ib = gpu.upload(q, i, "MSM indices")?;
+        let eb = gpu.upload(q, e, "MSM exponents")?;
+        ledger.register(BackendBuffer::DeviceScratch, ib.bytes() + eb.bytes());
+        total += bucket_msm::<D, G>(gpu, q, bases, Some(&ib), &eb, 0, i.len(), ledger)?;
+    }
+    Ok(total)
+}
+
+/// The dense MSM of the first `n` exponents in `exps` (on the device) against `bases`.
+pub fn dense_msm<D: Device, G: DeviceCurve>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    bases: Bases<'_, D, G>,
+    exps: &DeviceBuffer<D>,
+    n: usize,
+    ledger: &mut BackendBuffers<'_>,
+) -> DeviceResult<G::Projective> {
+    match bases {
+        Bases::Resident(buf) => bucket_msm::<D, G>(gpu, q, buf, None, exps, 0, n, ledger),
+        Bases::Streamed(host) => {
+            if host.len() < n {
+                return Err(DeviceError::new(
+                    "dense MSM",
+                    format!("{} bases for {n} exponents", host.len()),
+                ));
+            }
+            let chunk = stream_chunk::<D, G>(gpu, n)?;
+            let mut total = G::Projective::identity();
+            for start in (0..n).step_by(chunk) {
+                let end = (start + chunk).min(n);
+                let buf = gpu.upload(q, &host[start..end], "streamed bases")?;
+                ledger.register(BackendBuffer::DeviceScratch, buf.bytes());
+                total += bucket_msm::<D, G>(gpu, q, &buf, None, exps, start, end - start, ledger)?;
+            }
+            Ok(total)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_fit_their_budget_and_cover_every_bit() {
+        for n in [1usize, 10, 1000, 1 << 20] {
+            for units in [1u32, 2, 132] {
+                let p = MsmPlan::new(n, units, 144, 1 << 30).unwrap();
+                assert!(p.windows * p.window >= EXP_BITS);
+                assert!((p.windows - 1) * p.window < EXP_BITS);
+                assert!(p.groups >= 1 && p.groups <= n);
+                assert!(p.scratch_bytes(144) <= 1 << 30);
+                // A tight budget gives a smaller plan that still fits, or none.
+                let tight = p.scratch_bytes(144) / 4;
+                if let Some(q) = MsmPlan::new(n, units, 144, tight) {
+                    assert!(q.scratch_bytes(144) <= tight);
+                }
+            }
+        }
+        assert_eq!(MsmPlan::new(100, 1, 144, 10), None, "no room at all");
+    }
+}

@@ -1,0 +1,227 @@
+//! The one kernel source both APIs compile: ec-gpu-gen's field, curve, FFT and multiexp code
+//! for Fr, Fp, Fp2, G1 and G2, then proofline's own kernels (`kernels.cl`, and `msm.cl` once
+//! per curve), with ec-gpu-gen's type names substituted.
+
+use blstrs::{G1Affine, G2Affine, Scalar};
+use ec_gpu::{GpuField, GpuName};
+use ec_gpu_gen::SourceBuilder;
+use sha2::{Digest, Sha256};
+
+const KERNELS: &str = include_str!("kernels.cl");
+const MSM: &str = include_str!("msm.cl");
+
+/// The limb width of the generated field arithmetic. The bytes of a field element are the same
+/// either way (little-endian Montgomery limbs, as blstrs stores them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limbs {
+    /// 32-bit limbs (ec-gpu-gen's choice for CUDA and NVIDIA's OpenCL).
+    L32,
+    /// 64-bit limbs.
+    L64,
+}
+
+/// The generated source and its kernel names.
+#[derive(Debug, Clone)]
+pub struct KernelSource {
+    /// The whole program text.
+    pub text: String,
+    /// Kernel names, by role.
+    pub names: KernelNames,
+}
+
+/// The names of the kernels the host logic launches.
+#[derive(Debug, Clone)]
+pub struct KernelNames {
+    /// ec-gpu-gen's radix FFT over Fr.
+    pub radix_fft: String,
+    /// `x[start..n] = 0`.
+    pub fill_zero: String,
+    /// `x *= y`.
+    pub mul_assign: String,
+    /// `x = (x - y) * k`.
+    pub sub_scaled: String,
+    /// `x[i] *= c g^i`.
+    pub scale_by_powers: String,
+    /// Montgomery to canonical.
+    pub to_canonical: String,
+    /// G1 sum of indexed bases.
+    pub g1_sum_indexed: String,
+    /// G1 bucket MSM.
+    pub g1_msm: String,
+    /// G2 sum of indexed bases.
+    pub g2_sum_indexed: String,
+    /// G2 bucket MSM.
+    pub g2_msm: String,
+}
+
+/// ec-gpu-gen's builder keeps its parts in hash sets, so the order of the fields and of the
+/// curves in its output changes from process to process. A program binary cache needs the
+/// same text every time: the parts are generated one builder at a time (whose output order is
+/// fixed) and joined in a fixed order, in the builder's own layout
+/// (`[common, fields, extension fields, ffts, multiexps, extra].join("\n\n")`).
+struct Parts {
+    common: String,
+    fr: String,
+    fp: String,
+    fp2: String,
+    fft: String,
+    g1: String,
+    g2: String,
+}
+
+fn strip<'a>(text: &'a str, prefixes: &[String], suffix: &str, what: &str) -> &'a str {
+    prefixes
+        .iter()
+        .find_map(|p| text.strip_prefix(p.as_str()))
+        .and_then(|rest| rest.strip_suffix(suffix))
+        .unwrap_or_else(|| panic!("ec-gpu-gen's layout changed: cannot isolate {what}"))
+}
+
+/// The source of the field a coordinate accessor returns (blstrs does not export its base
+/// fields, so they are named by inference).
+fn field_of<F: GpuField + 'static, C>(_coordinate: fn(&C) -> F, limbs: Limbs) -> String {
+    build(&SourceBuilder::new().add_field::<F>(), limbs)
+}
+
+fn multiexp<C, F>(_coordinate: fn(&C) -> F, limbs: Limbs) -> String
+where
+    C: group::prime::PrimeCurveAffine + GpuName,
+    C::Scalar: GpuField,
+    F: GpuField + 'static,
+{
+    build(&SourceBuilder::new().add_multiexp::<C, F>(), limbs)
+}
+
+fn build(builder: &SourceBuilder, limbs: Limbs) -> String {
+    match limbs {
+        Limbs::L32 => builder.build_32_bit_limbs(),
+        Limbs::L64 => builder.build_64_bit_limbs(),
+    }
+}
+
+impl Parts {
+    fn new(limbs: Limbs) -> Self {
+        let empty = build(&SourceBuilder::new(), limbs);
+        let common = strip(&empty, &[String::new()], &"\n\n".repeat(5), "the common part").to_string();
+        let c = |s: &str| format!("{common}\n\n{s}");
+        let field = |text: &str, what| strip(text, &[c("")], &"\n\n".repeat(4), what).to_string();
+        let fr = field(&build(&SourceBuilder::new().add_field::<Scalar>(), limbs), "Fr");
+        let fp = field(&field_of(G1Affine::x, limbs), "Fp");
+        let fp2 = strip(
+            &field_of(G2Affine::x, limbs),
+            &[c(&format!("{fp}\n\n"))],
+            &"\n\n".repeat(3),
+            "Fp2",
+        )
+        .to_string();
+        let fft = strip(
+            &build(&SourceBuilder::new().add_fft::<Scalar>(), limbs),
+            &[c(&format!("{fr}\n\n\n\n"))],
+            &"\n\n".repeat(2),
+            "the FFT",
+        )
+        .to_string();
+        let either = |ext: &str| {
+            [
+                c(&format!("{fp}{fr}\n\n{ext}\n\n\n\n")),
+                c(&format!("{fr}{fp}\n\n{ext}\n\n\n\n")),
+            ]
+        };
+        let g1 = strip(&multiexp(G1Affine::x, limbs), &either(""), "\n\n", "G1").to_string();
+        let g2 = strip(&multiexp(G2Affine::x, limbs), &either(&fp2), "\n\n", "G2").to_string();
+        Parts {
+            common,
+            fr,
+            fp,
+            fp2,
+            fft,
+            g1,
+            g2,
+        }
+    }
+}
+
+impl KernelSource {
+    /// Generates the program (the same text in every process).
+    pub fn new(limbs: Limbs) -> Self {
+        let fr = Scalar::name();
+        let g1 = G1Affine::name();
+        let g2 = G2Affine::name();
+        let ours = [
+            KERNELS.replace("{FR}", &fr),
+            MSM.replace("{P}", &g1).replace("{FR}", &fr),
+            MSM.replace("{P}", &g2).replace("{FR}", &fr),
+        ]
+        .join("\n");
+        let p = Parts::new(limbs);
+        let text = [
+            p.common,
+            format!("{}{}", p.fr, p.fp),
+            p.fp2,
+            p.fft,
+            format!("{}{}", p.g1, p.g2),
+            ours,
+        ]
+        .join("\n\n");
+        let names = KernelNames {
+            radix_fft: format!("{fr}_radix_fft"),
+            fill_zero: format!("{fr}_fill_zero"),
+            mul_assign: format!("{fr}_mul_assign"),
+            sub_scaled: format!("{fr}_sub_scaled"),
+            scale_by_powers: format!("{fr}_scale_by_powers"),
+            to_canonical: format!("{fr}_to_canonical"),
+            g1_sum_indexed: format!("{g1}_sum_indexed"),
+            g1_msm: format!("{g1}_msm"),
+            g2_sum_indexed: format!("{g2}_sum_indexed"),
+            g2_msm: format!("{g2}_msm"),
+        };
+        KernelSource { text, names }
+    }
+
+    /// A hex digest of the text (with whatever a backend prepends), for binary cache keys.
+    pub fn digest(&self, prefix: &str) -> String {
+        let mut h = Sha256::new();
+        h.update(prefix.as_bytes());
+        h.update(self.text.as_bytes());
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_has_every_kernel_and_no_placeholder() {
+        for limbs in [Limbs::L32, Limbs::L64] {
+            let s = KernelSource::new(limbs);
+            let n = &s.names;
+            for k in [
+                &n.radix_fft,
+                &n.fill_zero,
+                &n.mul_assign,
+                &n.sub_scaled,
+                &n.scale_by_powers,
+                &n.to_canonical,
+                &n.g1_sum_indexed,
+                &n.g1_msm,
+                &n.g2_sum_indexed,
+                &n.g2_msm,
+            ] {
+                assert!(s.text.contains(&format!("void {k}(")), "{k} missing");
+            }
+            for placeholder in ["{FR}", "{P}", "FIELD_", "POINT_"] {
+                assert!(!s.text.contains(placeholder), "{placeholder} left");
+            }
+        }
+        // The digest tells sources and prefixes apart.
+        let a = KernelSource::new(Limbs::L32);
+        let b = KernelSource::new(Limbs::L64);
+        assert_ne!(a.digest(""), b.digest(""));
+        assert_ne!(a.digest("x"), a.digest("y"));
+        // The same text every time (ec-gpu-gen's builder alone orders its parts by hash).
+        for _ in 0..4 {
+            assert_eq!(a.text, KernelSource::new(Limbs::L32).text);
+        }
+    }
+}
