@@ -1,1 +1,63 @@
+//! proofline's OpenCL backend: the shared GPU layer (`gpu-core`) on OpenCL through opencl3,
+//! which opens `libOpenCL` at run time (nothing OpenCL is needed to build).
+//!
+//! - devices: [`select`] (`--opencl-device PLATFORM[:N]`; by default every GPU, else every
+//!   device), each with its program built once and cached on disk ([`cache`]);
+//! - [`OpenClBackend`]: gpu-core's accelerator over those devices (bases resident when they
+//!   fit, streamed when not; the whole accelerator stage and b_g2 on the device; any device
+//!   error hands the partition back for the engine's fallback).
+#![warn(missing_docs)]
 
+pub mod cache;
+pub mod device;
+pub mod select;
+
+use gpu_core::{Faults, GpuAccelerator, GpuOptions, KernelSource, Limbs};
+
+pub use device::OpenClDevice;
+pub use select::Selector;
+
+/// The OpenCL backend.
+pub type OpenClBackend = GpuAccelerator<OpenClDevice>;
+
+/// How to open the backend.
+#[derive(Debug, Default)]
+pub struct OpenClOptions {
+    /// Which devices (`--opencl-device`).
+    pub selector: Selector,
+    /// Device memory cap per device (`--gpu-mem-limit`).
+    pub mem_limit: Option<u64>,
+    /// Injected faults (test hook; also read from `PROOFLINE_GPU_FAIL_CALLS`).
+    pub faults: Option<Faults>,
+}
+
+/// Opens the selected devices and builds (or loads) their programs. Errors say what was
+/// missing: no OpenCL loader, no platform, no matching device, a build failure with its log.
+pub fn open(options: OpenClOptions) -> prover_core::Result<OpenClBackend> {
+    let backend_err = |detail: String| prover_core::Error::Resource {
+        what: "an OpenCL device",
+        detail,
+    };
+    let found = select::select(&options.selector).map_err(backend_err)?;
+    let source = KernelSource::new(Limbs::L32);
+    let devices = found
+        .iter()
+        .map(|f| OpenClDevice::open(f, &source).map_err(|e| backend_err(e.to_string())))
+        .collect::<prover_core::Result<Vec<_>>>()?;
+    let faults = match options.faults {
+        Some(f) => f,
+        None => Faults::from_env().map_err(|detail| prover_core::Error::InvalidConfig {
+            what: "fault injection",
+            detail,
+        })?,
+    };
+    Ok(GpuAccelerator::new(
+        "opencl",
+        devices,
+        &source.names,
+        GpuOptions {
+            mem_limit: options.mem_limit,
+            faults,
+        },
+    ))
+}

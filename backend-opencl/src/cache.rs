@@ -1,0 +1,44 @@
+//! The program binary cache: building the kernels takes seconds on POCL and longer on a GPU
+//! driver, so each device's built program is kept on disk, keyed by the source's digest, the
+//! platform, the device and the driver version. A damaged or foreign file is rebuilt over.
+//!
+//! Location: `$PROOFLINE_KERNEL_CACHE`, else `$XDG_CACHE_HOME/proofline/kernels`, else
+//! `$HOME/.cache/proofline/kernels`. Deleting the folder clears it.
+
+use std::path::PathBuf;
+
+/// The environment variable naming the cache folder.
+pub const CACHE_VAR: &str = "PROOFLINE_KERNEL_CACHE";
+
+/// The cache folder, if one can be named.
+pub fn folder() -> Option<PathBuf> {
+    let env = |k| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    env(CACHE_VAR)
+        .or_else(|| env("XDG_CACHE_HOME").map(|p| p.join("proofline/kernels")))
+        .or_else(|| env("HOME").map(|p| p.join(".cache/proofline/kernels")))
+}
+
+/// The cached binary for `key`, if there is one.
+pub fn load(key: &str) -> Option<Vec<u8>> {
+    let path = folder()?.join(format!("opencl-{key}.bin"));
+    std::fs::read(path).ok().filter(|b| !b.is_empty())
+}
+
+/// Stores `binary` under `key` (atomically: a reader never sees half a file). Failing to
+/// store is not an error for the prover: it is reported and the next start builds again.
+pub fn store(key: &str, binary: &[u8]) {
+    let Some(dir) = folder() else { return };
+    let path = dir.join(format!("opencl-{key}.bin"));
+    let result = std::fs::create_dir_all(&dir)
+        .map_err(|e| prover_core::Error::io(format!("creating {}", dir.display()), e))
+        .and_then(|()| {
+            prover_core::params::write_atomically(&path, |w| {
+                use std::io::Write;
+                w.write_all(binary)
+                    .map_err(|e| prover_core::Error::io(format!("writing {}", path.display()), e))
+            })
+        });
+    if let Err(e) = result {
+        eprintln!("warning: the OpenCL program cache could not be written: {e}");
+    }
+}

@@ -1,0 +1,221 @@
+//! The OpenCL device: a context, the program built once (or loaded from the binary cache), and
+//! in-order queues with their own kernel objects (OpenCL kernels hold their arguments, so each
+//! queue keeps its own).
+
+use std::collections::HashMap;
+use std::ptr;
+use std::sync::Arc;
+
+use gpu_core::device::{Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
+use gpu_core::KernelSource;
+use opencl3::command_queue::{
+    enqueue_read_buffer, enqueue_write_buffer, CommandQueue, CL_QUEUE_PROFILING_ENABLE,
+};
+use opencl3::context::Context;
+use opencl3::kernel::{ExecuteKernel, Kernel};
+use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
+use opencl3::program::Program;
+use opencl3::types::CL_BLOCKING;
+
+use crate::cache;
+use crate::select::Found;
+
+/// One OpenCL device with its built program.
+pub struct OpenClDevice {
+    context: Context,
+    program: Arc<Program>,
+    info: DeviceInfo,
+    /// Whether the program came from the binary cache.
+    pub from_cache: bool,
+}
+
+fn err(during: impl Into<String>) -> impl FnOnce(opencl3::error_codes::ClError) -> DeviceError {
+    let during = during.into();
+    move |e| DeviceError::new(during, e)
+}
+
+/// For cl3's raw calls, which return the bare error code.
+fn raw_err(during: impl Into<String>) -> impl FnOnce(i32) -> DeviceError {
+    let during = during.into();
+    move |e| DeviceError::new(during, opencl3::error_codes::ClError(e))
+}
+
+impl OpenClDevice {
+    /// Opens `found` and builds `source` for it (or loads the cached binary).
+    pub fn open(found: &Found, source: &KernelSource) -> DeviceResult<Self> {
+        let d = &found.device;
+        let name = d.name().map_err(err("reading the device name"))?;
+        let info = DeviceInfo {
+            name: name.clone(),
+            platform: format!("{} ({})", found.platform, found.platform_version),
+            driver: d.driver_version().unwrap_or_default(),
+            compute_units: d.max_compute_units().map_err(err("reading compute units"))?,
+            memory_bytes: d.global_mem_size().map_err(err("reading memory size"))?,
+            max_alloc_bytes: d.max_mem_alloc_size().map_err(err("reading allocation size"))?,
+            local_memory_bytes: d.local_mem_size().map_err(err("reading local memory"))?,
+            max_group_size: d.max_work_group_size().map_err(err("reading group size"))?,
+        };
+        let context = Context::from_device(d).map_err(err(format!("creating a context on {name}")))?;
+        let key = source.digest(&format!(
+            "opencl|{}|{}|{}",
+            info.platform, info.name, info.driver
+        ));
+        let cached = cache::load(&key).and_then(|bin| {
+            Program::create_and_build_from_binary(&context, &[&bin], "").ok()
+        });
+        let from_cache = cached.is_some();
+        let program = match cached {
+            Some(p) => p,
+            None => {
+                let p = build(&context, d.id(), &source.text, &name)?;
+                if let Some(bin) = p.get_binaries().ok().and_then(|b| b.into_iter().next()) {
+                    cache::store(&key, &bin);
+                }
+                p
+            }
+        };
+        Ok(OpenClDevice {
+            context,
+            program: Arc::new(program),
+            info,
+            from_cache,
+        })
+    }
+}
+
+fn build(
+    context: &Context,
+    device: opencl3::types::cl_device_id,
+    text: &str,
+    name: &str,
+) -> DeviceResult<Program> {
+    let mut program = Program::create_from_source(context, text)
+        .map_err(err(format!("creating the program on {name}")))?;
+    if let Err(e) = program.build(&[device], "") {
+        let log = program.get_build_log(device).unwrap_or_default();
+        let tail: String = log.chars().rev().take(4000).collect::<Vec<_>>().into_iter().rev().collect();
+        return Err(DeviceError::new(
+            format!("building the kernels on {name}"),
+            format!("{e}; build log (end): {tail}"),
+        ));
+    }
+    Ok(program)
+}
+
+/// An OpenCL buffer of bytes.
+pub struct ClBuffer(Buffer<u8>);
+
+impl Device for OpenClDevice {
+    type Buffer = ClBuffer;
+    type Queue = OpenClQueue;
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc(&self, bytes: usize) -> DeviceResult<ClBuffer> {
+        // SAFETY: no host pointer is given; the size is checked by the caller's gauge.
+        unsafe { Buffer::<u8>::create(&self.context, CL_MEM_READ_WRITE, bytes, ptr::null_mut()) }
+            .map(ClBuffer)
+            .map_err(err(format!("allocating {bytes} bytes on {}", self.info.name)))
+    }
+
+    fn queue(&self) -> DeviceResult<OpenClQueue> {
+        #[allow(deprecated)]
+        let queue = CommandQueue::create_default(&self.context, 0)
+            .map_err(err(format!("creating a queue on {}", self.info.name)))?;
+        let _ = CL_QUEUE_PROFILING_ENABLE;
+        Ok(OpenClQueue {
+            queue,
+            program: self.program.clone(),
+            kernels: HashMap::new(),
+        })
+    }
+}
+
+/// An in-order OpenCL queue with its own kernel objects.
+pub struct OpenClQueue {
+    queue: CommandQueue,
+    program: Arc<Program>,
+    kernels: HashMap<String, Kernel>,
+}
+
+impl Queue for OpenClQueue {
+    type Buffer = ClBuffer;
+
+    fn write(&mut self, dst: &ClBuffer, offset: usize, src: &[u8]) -> DeviceResult<()> {
+        // SAFETY: a blocking write of `src.len()` bytes from a live slice; OpenCL checks the
+        // range against the buffer's size.
+        unsafe {
+            enqueue_write_buffer(
+                self.queue.get(),
+                dst.0.get(),
+                CL_BLOCKING,
+                offset,
+                src.len(),
+                src.as_ptr().cast(),
+                0,
+                ptr::null(),
+            )
+        }
+        .map(|_| ())
+        .map_err(raw_err(format!("writing {} bytes", src.len())))
+    }
+
+    fn read(&mut self, src: &ClBuffer, offset: usize, dst: &mut [u8]) -> DeviceResult<()> {
+        // SAFETY: a blocking read into a live mutable slice of the given length.
+        unsafe {
+            enqueue_read_buffer(
+                self.queue.get(),
+                src.0.get(),
+                CL_BLOCKING,
+                offset,
+                dst.len(),
+                dst.as_mut_ptr().cast(),
+                0,
+                ptr::null(),
+            )
+        }
+        .map(|_| ())
+        .map_err(raw_err(format!("reading {} bytes", dst.len())))
+    }
+
+    fn launch(
+        &mut self,
+        kernel: &str,
+        groups: usize,
+        group_size: usize,
+        args: &[Arg<'_, ClBuffer>],
+    ) -> DeviceResult<()> {
+        if !self.kernels.contains_key(kernel) {
+            let k = Kernel::create(&self.program, kernel)
+                .map_err(err(format!("creating kernel {kernel}")))?;
+            self.kernels.insert(kernel.to_string(), k);
+        }
+        let k = &self.kernels[kernel];
+        let mut exec = ExecuteKernel::new(k);
+        // SAFETY: the arguments match the kernel's parameters in order, type and size (the
+        // host logic in gpu-core is written against the kernel source it generates).
+        unsafe {
+            for a in args {
+                match a {
+                    Arg::Buffer(b) => exec.set_arg(&b.0.get()),
+                    Arg::U32(v) => exec.set_arg(v),
+                    Arg::Scalar(s) => exec.set_arg(s),
+                    Arg::Local(bytes) => exec.set_arg_local_buffer(*bytes),
+                };
+            }
+            exec.set_global_work_size(groups * group_size)
+                .set_local_work_size(group_size)
+                .enqueue_nd_range(&self.queue)
+        }
+        .map(|_| ())
+        .map_err(err(format!(
+            "launching {kernel} ({groups} groups of {group_size})"
+        )))
+    }
+
+    fn synchronize(&mut self) -> DeviceResult<()> {
+        self.queue.finish().map_err(err("waiting for the queue"))
+    }
+}
