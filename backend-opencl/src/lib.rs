@@ -38,6 +38,10 @@ pub fn open(options: OpenClOptions) -> prover_core::Result<OpenClBackend> {
         what: "an OpenCL device",
         detail,
     };
+    // Some drivers (POCL among them) do not survive being initialised or building programs
+    // from several threads at once: opening is serialised per process.
+    static OPENING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = OPENING.lock().unwrap_or_else(|p| p.into_inner());
     let found = select::select(&options.selector).map_err(backend_err)?;
     let source = KernelSource::new(Limbs::L32);
     let devices = found

@@ -57,14 +57,19 @@ fn all() -> Result<Vec<(String, String, Vec<Device>, Vec<Device>)>, String> {
     for p in platforms {
         let name = p.name().unwrap_or_else(|_| "unknown platform".into());
         let version = p.version().unwrap_or_default();
+        // A platform without devices of a type answers CL_DEVICE_NOT_FOUND: an empty list.
         let ids = |ty| {
             p.get_devices(ty)
-                .unwrap_or_default()
-                .into_iter()
-                .map(Device::new)
-                .collect::<Vec<_>>()
+                .map(|ids| ids.into_iter().map(Device::new).collect::<Vec<_>>())
+                .or_else(|e| {
+                    if e.0 == opencl3::error_codes::CL_DEVICE_NOT_FOUND {
+                        Ok(Vec::new())
+                    } else {
+                        Err(format!("listing the devices of {name:?}: {e}"))
+                    }
+                })
         };
-        out.push((name, version, ids(CL_DEVICE_TYPE_ALL), ids(CL_DEVICE_TYPE_GPU)));
+        out.push((name.clone(), version, ids(CL_DEVICE_TYPE_ALL)?, ids(CL_DEVICE_TYPE_GPU)?));
     }
     Ok(out)
 }

@@ -12,7 +12,7 @@ use gpu_core::Faults;
 
 /// Small enough that no query of the suite's circuits stays resident and the H pipeline keeps
 /// two vectors on the device, big enough for a bucket set.
-const TIGHT: u64 = 96 << 10;
+const TIGHT: u64 = 320 << 10;
 
 fn each_limit(check: impl Fn(backend_opencl::OpenClBackend)) {
     for limit in [None, Some(TIGHT)] {

@@ -45,6 +45,7 @@ pub fn backend_with(mem_limit: Option<u64>, faults: Faults) -> Option<OpenClBack
 }
 
 /// The backend with no limit and no faults.
+#[allow(dead_code)]
 pub fn backend() -> Option<OpenClBackend> {
     backend_with(None, Faults::none())
 }
