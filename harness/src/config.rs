@@ -113,6 +113,22 @@ pub fn parse_mem_budget(s: &str) -> Result<MemBudget, String> {
 /// partition of any workload takes more).
 pub const MIN_MEM_BUDGET: u64 = 1 << 20;
 
+/// The smallest `--gpu-mem-limit`: one G2 bucket set and a few streamed bases.
+pub const MIN_GPU_MEM_LIMIT: u64 = 256 << 10;
+
+/// Checks an `--opencl-device` selector (parsed again where the backend opens).
+fn gpu_selector(s: &str) -> Result<(), String> {
+    #[cfg(feature = "opencl")]
+    {
+        backend_opencl::Selector::parse(s).map(|_| ())
+    }
+    #[cfg(not(feature = "opencl"))]
+    {
+        let _ = s;
+        Ok(())
+    }
+}
+
 /// Checks a synthesis worker count (`--pw`).
 pub fn validate_pw(pw: usize) -> Result<(), String> {
     let max = prover_core::engine::MAX_SLOTS;
@@ -151,12 +167,19 @@ pub struct RunConfig {
     /// Accelerator workers per device.
     #[arg(long = "gpu-workers", default_value_t = 1)]
     pub gpu_workers: usize,
-    /// GPUs to use (comma list; cuda/opencl only).
+    /// Devices to use, as ordinals of the backend's device list (comma list; cuda/opencl
+    /// only; default: the first).
     #[arg(long, value_delimiter = ',')]
     pub gpus: Vec<usize>,
-    /// OpenCL device index (opencl only).
+    /// OpenCL devices: `PLATFORM[:N]`, a part of a platform's name (`nvidia`, `portable`) and
+    /// a device index in it (opencl only; default: every GPU, else every device).
     #[arg(long = "opencl-device")]
-    pub opencl_device: Option<usize>,
+    pub opencl_device: Option<String>,
+    /// Caps the device memory the GPU backend uses per device (`4GiB`): bases that do not fit
+    /// are streamed in chunks and the NTT work is split (cuda/opencl only).
+    #[arg(long = "gpu-mem-limit", value_parser = crate::units::parse_size)]
+    #[serde(default)]
+    pub gpu_mem_limit: Option<u64>,
     /// Synthesis threads (0: one per CPU).
     #[arg(long = "synthesis-threads", default_value_t = 0)]
     pub synthesis_threads: usize,
@@ -198,16 +221,38 @@ impl RunConfig {
         match self.backend {
             BackendKind::Cpu => {}
             BackendKind::Cuda => {
-                return Err("the CUDA backend is not built yet: use --backend cpu".into())
+                return Err("the CUDA backend is not built yet: use --backend cpu or opencl".into())
             }
             BackendKind::Opencl => {
-                return Err("the OpenCL backend is not built yet: use --backend cpu".into())
+                if !cfg!(feature = "opencl") {
+                    return Err(
+                        "this proofline was built without the `opencl` feature: rebuild with it, or use --backend cpu"
+                            .into(),
+                    );
+                }
             }
         }
         if self.backend == BackendKind::Cpu
-            && (!self.gpus.is_empty() || self.opencl_device.is_some())
+            && (!self.gpus.is_empty()
+                || self.opencl_device.is_some()
+                || self.gpu_mem_limit.is_some())
         {
-            return Err("--gpus and --opencl-device apply to the cuda and opencl backends".into());
+            return Err(
+                "--gpus, --opencl-device and --gpu-mem-limit apply to the cuda and opencl backends"
+                    .into(),
+            );
+        }
+        if self.backend != BackendKind::Opencl && self.opencl_device.is_some() {
+            return Err("--opencl-device applies to the opencl backend".into());
+        }
+        if let Some(s) = &self.opencl_device {
+            gpu_selector(s)?;
+        }
+        if self.gpu_mem_limit.is_some_and(|b| b < MIN_GPU_MEM_LIMIT) {
+            return Err(format!(
+                "--gpu-mem-limit below {} cannot hold an MSM's buckets",
+                prover_core::ledger::human_bytes(MIN_GPU_MEM_LIMIT)
+            ));
         }
         if self.partitions == 0 || self.jobs == 0 {
             return Err("--partitions and --jobs must be at least 1".into());

@@ -2,6 +2,7 @@
 //! reports. Its binary, `proofline`, runs everything without cargo (also on the GPU machine).
 #![warn(missing_docs)]
 
+pub mod backend;
 pub mod commands;
 pub mod config;
 pub mod filecoin;

@@ -12,7 +12,7 @@ use prover_core::ledger::{BufferKind, Stage};
 use prover_core::sampler::{current_rss, peak_rss, Sample, Sampler};
 use prover_core::{
     prepare_verifying_key, verify_proof, verify_proofs_batch, Config, CpuSynthesizer, Engine,
-    Error, GpuBackend, Parameters, Proof,
+    Error, Parameters, Proof,
 };
 use serde::{Deserialize, Serialize};
 
@@ -293,7 +293,7 @@ pub fn run_jobs(
         params_path,
         jobs,
     } = prepared;
-    let backend: Arc<dyn GpuBackend> = Arc::new(CpuBackend);
+    let backends = crate::backend::open(cfg)?;
     let pvk = prepare_verifying_key(&params.vk);
     let config = Config {
         pw,
@@ -303,11 +303,21 @@ pub fn run_jobs(
         finalizer_threads: 0,
         synthesis_threads: cfg.synthesis_threads,
         mem_budget: cfg.mem_budget.map(BudgetSize::from),
-        // The CPU backend is its own fallback: no retry.
-        fallback: None,
+        devices: if cfg.gpus.is_empty() {
+            vec![0]
+        } else {
+            cfg.gpus.clone()
+        },
+        // A device backend hands failed partitions to the CPU; the CPU backend has no retry.
+        fallback: backends.fallback,
         ..Config::default()
     };
-    let engine = Engine::new(config, CpuSynthesizer, backend, Arc::new(CpuBackend))?;
+    let engine = Engine::new(
+        config,
+        CpuSynthesizer,
+        backends.backend,
+        Arc::new(CpuBackend),
+    )?;
     let prepared = engine.prepare(Arc::new(params))?;
     let baseline = current_rss();
     let sampler = Sampler::start(
