@@ -12,7 +12,11 @@ pub const CACHE_VAR: &str = "PROOFLINE_KERNEL_CACHE";
 
 /// The cache folder, if one can be named.
 pub fn folder() -> Option<PathBuf> {
-    let env = |k| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let env = |k| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     env(CACHE_VAR)
         .or_else(|| env("XDG_CACHE_HOME").map(|p| p.join("proofline/kernels")))
         .or_else(|| env("HOME").map(|p| p.join(".cache/proofline/kernels")))

@@ -49,20 +49,24 @@ impl OpenClDevice {
             name: name.clone(),
             platform: format!("{} ({})", found.platform, found.platform_version),
             driver: d.driver_version().unwrap_or_default(),
-            compute_units: d.max_compute_units().map_err(err("reading compute units"))?,
+            compute_units: d
+                .max_compute_units()
+                .map_err(err("reading compute units"))?,
             memory_bytes: d.global_mem_size().map_err(err("reading memory size"))?,
-            max_alloc_bytes: d.max_mem_alloc_size().map_err(err("reading allocation size"))?,
+            max_alloc_bytes: d
+                .max_mem_alloc_size()
+                .map_err(err("reading allocation size"))?,
             local_memory_bytes: d.local_mem_size().map_err(err("reading local memory"))?,
             max_group_size: d.max_work_group_size().map_err(err("reading group size"))?,
         };
-        let context = Context::from_device(d).map_err(err(format!("creating a context on {name}")))?;
+        let context =
+            Context::from_device(d).map_err(err(format!("creating a context on {name}")))?;
         let key = source.digest(&format!(
             "opencl|{}|{}|{}",
             info.platform, info.name, info.driver
         ));
-        let cached = cache::load(&key).and_then(|bin| {
-            Program::create_and_build_from_binary(&context, &[&bin], "").ok()
-        });
+        let cached = cache::load(&key)
+            .and_then(|bin| Program::create_and_build_from_binary(&context, &[&bin], "").ok());
         let from_cache = cached.is_some();
         let program = match cached {
             Some(p) => p,
@@ -93,7 +97,14 @@ fn build(
         .map_err(err(format!("creating the program on {name}")))?;
     if let Err(e) = program.build(&[device], "") {
         let log = program.get_build_log(device).unwrap_or_default();
-        let tail: String = log.chars().rev().take(4000).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: String = log
+            .chars()
+            .rev()
+            .take(4000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         return Err(DeviceError::new(
             format!("building the kernels on {name}"),
             format!("{e}; build log (end): {tail}"),
@@ -117,7 +128,10 @@ impl Device for OpenClDevice {
         // SAFETY: no host pointer is given; the size is checked by the caller's gauge.
         unsafe { Buffer::<u8>::create(&self.context, CL_MEM_READ_WRITE, bytes, ptr::null_mut()) }
             .map(ClBuffer)
-            .map_err(err(format!("allocating {bytes} bytes on {}", self.info.name)))
+            .map_err(err(format!(
+                "allocating {bytes} bytes on {}",
+                self.info.name
+            )))
     }
 
     fn queue(&self) -> DeviceResult<OpenClQueue> {

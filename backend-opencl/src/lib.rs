@@ -65,3 +65,46 @@ pub fn open(options: OpenClOptions) -> prover_core::Result<OpenClBackend> {
         },
     ))
 }
+
+/// Whether this run is CI's (`CI=true` or `CI=1`).
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// For tests: the backend, or `None` with the reason printed when there is no OpenCL here.
+/// Under `CI=true` (CI installs POCL) a backend that does not open is a panic, not a skip.
+/// `PROOFLINE_OPENCL_DEVICE` picks the devices (`--opencl-device`'s syntax). Prints the
+/// devices it runs on.
+pub fn open_or_skip(mut options: OpenClOptions) -> Option<OpenClBackend> {
+    use gpu_core::Device;
+    use prover_core::GpuBackend;
+    if let Ok(s) = std::env::var("PROOFLINE_OPENCL_DEVICE") {
+        options.selector = Selector::parse(&s).expect("PROOFLINE_OPENCL_DEVICE");
+    }
+    match open(options) {
+        Ok(b) => {
+            for d in 0..b.device_count() {
+                let gpu = b.device(d).expect("a listed device");
+                let info = gpu.device.info();
+                eprintln!(
+                    "OpenCL device {d}: {} on {} ({} compute units, limit {}{})",
+                    info.name,
+                    info.platform,
+                    info.compute_units,
+                    prover_core::ledger::human_bytes(gpu.gauge.limit()),
+                    if gpu.device.from_cache {
+                        ", program from the cache"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            Some(b)
+        }
+        Err(e) if !in_ci() => {
+            eprintln!("skipped: no OpenCL device here ({e}); CI installs POCL and fails instead");
+            None
+        }
+        Err(e) => panic!("CI=true but the OpenCL backend did not open: {e}"),
+    }
+}

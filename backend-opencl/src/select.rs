@@ -69,7 +69,12 @@ fn all() -> Result<Vec<(String, String, Vec<Device>, Vec<Device>)>, String> {
                     }
                 })
         };
-        out.push((name.clone(), version, ids(CL_DEVICE_TYPE_ALL)?, ids(CL_DEVICE_TYPE_GPU)?));
+        out.push((
+            name.clone(),
+            version,
+            ids(CL_DEVICE_TYPE_ALL)?,
+            ids(CL_DEVICE_TYPE_GPU)?,
+        ));
     }
     Ok(out)
 }
@@ -81,10 +86,8 @@ pub fn select(selector: &Selector) -> Result<Vec<Found>, String> {
         platforms
             .iter()
             .map(|(p, _, devs, _)| {
-                let names: Vec<String> = devs
-                    .iter()
-                    .map(|d| d.name().unwrap_or_default())
-                    .collect();
+                let names: Vec<String> =
+                    devs.iter().map(|d| d.name().unwrap_or_default()).collect();
                 format!("{p:?}: [{}]", names.join(", "))
             })
             .collect::<Vec<_>>()

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use backend_cpu::CpuBackend;
 use common::backend_with;
 use gpu_core::Faults;
-use prover_core::{
-    generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Config,
-    CpuSynthesizer, Engine, EngineStats,
-};
 use proofline_conformance::{cases, SuiteCircuit};
+use prover_core::{
+    generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Config, CpuSynthesizer,
+    Engine, EngineStats,
+};
 use rand::RngCore;
 
 fn run(limit: Option<u64>, faults: Faults) -> Option<EngineStats> {
@@ -28,11 +28,20 @@ fn run(limit: Option<u64>, faults: Faults) -> Option<EngineStats> {
         fallback: Some(Arc::new(CpuBackend)),
         ..Config::default()
     };
-    let engine: Engine<SuiteCircuit, CpuSynthesizer> =
-        Engine::new(config, CpuSynthesizer, Arc::new(backend), Arc::new(CpuBackend)).unwrap();
+    let engine: Engine<SuiteCircuit, CpuSynthesizer> = Engine::new(
+        config,
+        CpuSynthesizer,
+        Arc::new(backend),
+        Arc::new(CpuBackend),
+    )
+    .unwrap();
     let prepared = engine.prepare(params).unwrap();
     let job: Vec<SuiteCircuit> = (0..6).map(|_| shape.reseeded(rng.next_u64())).collect();
-    let proofs = engine.submit(&prepared, job.clone(), &mut rng).unwrap().wait().unwrap();
+    let proofs = engine
+        .submit(&prepared, job.clone(), &mut rng)
+        .unwrap()
+        .wait()
+        .unwrap();
     assert_eq!(proofs.len(), job.len(), "a proof was lost");
     let inputs: Vec<_> = job.iter().map(SuiteCircuit::public_inputs).collect();
     assert!(verify_proofs_batch(&pvk, &proofs, &inputs, &mut rng).unwrap());

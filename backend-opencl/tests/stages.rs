@@ -10,11 +10,11 @@ use backend_cpu::ntt::{ntt as cpu_ntt, quotient as cpu_quotient};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use common::backend_with;
 use ff::{Field, PrimeField};
-use group::prime::PrimeCurveAffine;
 use gpu_core::device::{bytes_of_mut, Device};
 use gpu_core::msm::{query_msm, Bases, Scan};
 use gpu_core::ntt::{ntt, quotient, NttMode};
 use gpu_core::{Faults, GpuDevice, Queue};
+use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 use prover_core::density::{Density, ScalarBytes};
 use prover_core::ledger::{Stage, StageLedger};
@@ -23,7 +23,11 @@ use prover_core::synthesize::Witness;
 use prover_core::Domain;
 use rand::Rng;
 
-fn read_scalars<D: Device>(q: &mut D::Queue, buf: &gpu_core::memory::DeviceBuffer<D>, n: usize) -> Vec<Scalar> {
+fn read_scalars<D: Device>(
+    q: &mut D::Queue,
+    buf: &gpu_core::memory::DeviceBuffer<D>,
+    n: usize,
+) -> Vec<Scalar> {
     let mut out = vec![Scalar::ZERO; n];
     q.read(buf.raw(), 0, bytes_of_mut(&mut out)).expect("read");
     out
@@ -35,7 +39,9 @@ fn random_scalars(n: usize, rng: &mut impl rand::RngCore) -> Vec<Scalar> {
 
 #[test]
 fn opencl_ntt_inverse_and_quotient_match_cpu() {
-    let Some(b) = backend_with(None, Faults::none()) else { return };
+    let Some(b) = backend_with(None, Faults::none()) else {
+        return;
+    };
     let gpu: &GpuDevice<_> = b.device(0).unwrap();
     let mut q = gpu.device.queue().unwrap();
     let mut rng = rand::thread_rng();
@@ -71,8 +77,15 @@ fn opencl_ntt_inverse_and_quotient_match_cpu() {
         for mode in [NttMode::Resident, NttMode::Split] {
             let ledger = StageLedger::new();
             let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
-            let h = quotient(gpu, &mut q, [&a, &bb, &c], &d, mode, &mut token.backend_buffers())
-                .unwrap();
+            let h = quotient(
+                gpu,
+                &mut q,
+                [&a, &bb, &c],
+                &d,
+                mode,
+                &mut token.backend_buffers(),
+            )
+            .unwrap();
             // The device leaves canonical exponents: compare their bytes with the CPU's.
             let got = read_scalars(&mut q, &h, n);
             let got: Vec<[u8; 32]> = got[..n - 1].iter().map(|s| bytes(s)).collect();
@@ -171,9 +184,15 @@ fn check_msm<G, P, R: rand::RngCore>(
             let got = run(&scan);
             assert_eq!(got, want, "{} n {n} {mix:?} stream {stream}", G::NAME);
             // Negative twin: one changed nonzero scalar changes the sum.
-            if let Some(j) = (0..n).find(|&j| density.get(j) && !sc[j].is_zero() && !(bases[density_rank(&density, j)] == distinct[4])) {
+            if let Some(j) = (0..n).find(|&j| {
+                density.get(j)
+                    && !sc[j].is_zero()
+                    && !(bases[density_rank(&density, j)] == distinct[4])
+            }) {
                 let mut bad = sc.clone();
-                bad[j] = ScalarBytes::from_scalar(&(Scalar::from_repr_vartime(sc[j].0).unwrap() + Scalar::ONE));
+                bad[j] = ScalarBytes::from_scalar(
+                    &(Scalar::from_repr_vartime(sc[j].0).unwrap() + Scalar::ONE),
+                );
                 let w = witness_with(bad, density.clone());
                 let scan = Scan::new([&term], &w).unwrap();
                 let got = run(&scan);
@@ -196,7 +215,9 @@ fn opencl_g1_and_g2_msms_match_cpu() {
     let mut rng = rand::thread_rng();
     // Unlimited (resident bases), then a limit that streams the bases in small chunks.
     for (limit, stream) in [(None, false), (Some(STREAM_LIMIT), true)] {
-        let Some(b) = backend_with(limit, Faults::none()) else { return };
+        let Some(b) = backend_with(limit, Faults::none()) else {
+            return;
+        };
         let gpu = b.device(0).unwrap();
         check_msm(gpu, &mut rng, stream, |r, zero| {
             if zero {

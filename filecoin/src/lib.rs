@@ -22,8 +22,8 @@ use filecoin_proofs::{
 };
 use prover_core::bellpepper_core::Circuit;
 use prover_core::{
-    write_parameters_with_progress, CpuSynthesizer, Engine, GenProgress, Parameters, PointCheck,
-    Proof, Trapdoor,
+    write_parameters_with_progress, CpuSynthesizer, Engine, GenProgress, GpuBackend, Parameters,
+    PointCheck, Proof, Trapdoor,
 };
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
@@ -377,14 +377,27 @@ pub fn prove_circuits<C: Circuit<blstrs::Scalar> + Send + 'static>(
     params: Arc<Parameters>,
     pw: usize,
 ) -> Result<EngineRun> {
+    prove_circuits_on(circuits, params, pw, Arc::new(CpuBackend), None)
+}
+
+/// Proves `circuits` as one job on `backend` (its first device), handing failed partitions to
+/// `fallback` when there is one (without, a device failure fails the job).
+pub fn prove_circuits_on<C: Circuit<blstrs::Scalar> + Send + 'static>(
+    circuits: Vec<C>,
+    params: Arc<Parameters>,
+    pw: usize,
+    backend: Arc<dyn GpuBackend>,
+    fallback: Option<Arc<dyn GpuBackend>>,
+) -> Result<EngineRun> {
     ensure!(!circuits.is_empty(), "a job without partitions");
     let engine: Engine<C, CpuSynthesizer> = Engine::new(
         prover_core::Config {
             pw,
+            fallback,
             ..Default::default()
         },
         CpuSynthesizer,
-        Arc::new(CpuBackend),
+        backend,
         Arc::new(CpuBackend),
     )?;
     let prepared = engine.prepare(params)?;
@@ -413,8 +426,30 @@ pub fn prove_post<Tree: 'static + MerkleTreeTrait>(
     params: Arc<Parameters>,
     pw: usize,
 ) -> Result<Vec<u8>> {
+    let run = prove_post_on::<Tree>(
+        config,
+        randomness,
+        prover_id,
+        vanilla_proofs,
+        params,
+        pw,
+        Arc::new(CpuBackend),
+    )?;
+    Ok(Proof::many_to_bytes(&run.proofs))
+}
+
+/// [`prove_post`] on `backend` with no fallback (a device failure is an error), returning the
+/// engine's run: its proofs (in the order filecoin-proofs' verifiers take) and figures.
+pub fn prove_post_on<Tree: 'static + MerkleTreeTrait>(
+    config: &PoStConfig,
+    randomness: &ChallengeSeed,
+    prover_id: ProverId,
+    vanilla_proofs: &[FallbackPoStSectorProof<Tree>],
+    params: Arc<Parameters>,
+    pw: usize,
+    backend: Arc<dyn GpuBackend>,
+) -> Result<EngineRun> {
     let circuits = post_circuits::<Tree>(config, randomness, prover_id, vanilla_proofs)?;
     let (circuits, _inputs): (Vec<_>, Vec<_>) = circuits.into_iter().unzip();
-    let run = prove_circuits(circuits, params, pw)?;
-    Ok(Proof::many_to_bytes(&run.proofs))
+    prove_circuits_on(circuits, params, pw, backend, None)
 }

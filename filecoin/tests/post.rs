@@ -10,7 +10,7 @@ use filecoin_proofs::{
     WINDOW_POST_CHALLENGE_COUNT, WINNING_POST_CHALLENGE_COUNT, WINNING_POST_SECTOR_COUNT,
 };
 use proofline_filecoin::seal::{seal_random_sector, SealedSector};
-use proofline_filecoin::{post_parameters, prove_post, vanilla_proofs, Tree2KiB};
+use proofline_filecoin::{post_parameters, prove_post, prove_post_on, vanilla_proofs, Tree2KiB};
 use storage_proofs_core::api_version::ApiVersion;
 
 /// One parameter cache for the test binary, set before filecoin-proofs reads its settings.
@@ -182,4 +182,58 @@ fn found_parameter_files_are_trusted_as_asked() {
         checked.trust
     );
     assert_eq!(checked.params, first.params);
+}
+
+/// WindowPoSt (2 sectors, about 22k constraints) proved on the OpenCL backend (POCL in CI), with
+/// no fallback: filecoin-proofs' verifier accepts it, the device did every partition, and the
+/// same proof does not verify against other randomness.
+#[test]
+fn window_post_2kib_on_opencl_is_accepted_by_filecoin_proofs() {
+    init();
+    let Some(backend) = backend_opencl::open_or_skip(backend_opencl::OpenClOptions::default())
+    else {
+        return;
+    };
+    let prover_id = seed();
+    let (_dir, sealed) = sectors(2, prover_id);
+    let config = PoStConfig {
+        sector_size: SECTOR_SIZE_2_KIB.into(),
+        challenge_count: WINDOW_POST_CHALLENGE_COUNT,
+        sector_count: 2,
+        typ: PoStType::Window,
+        priority: false,
+        api_version: ApiVersion::V1_1_0,
+    };
+    let randomness = seed();
+    let params = std::sync::Arc::new(post_parameters::<Tree2KiB>(&config).unwrap().0);
+    let private: Vec<_> = sealed
+        .iter()
+        .map(|s| (s.sector_id, s.private_info().unwrap()))
+        .collect();
+    let vanilla = vanilla_proofs::<Tree2KiB>(&config, &randomness, prover_id, &private).unwrap();
+    let run = prove_post_on::<Tree2KiB>(
+        &config,
+        &randomness,
+        prover_id,
+        &vanilla,
+        params,
+        1,
+        std::sync::Arc::new(backend),
+    )
+    .unwrap();
+    assert_eq!(run.stats.devices[0].partitions, run.proofs.len() as u64);
+    assert_eq!(run.stats.fallback_partitions, 0);
+    assert!(run.ledger.is_balanced(), "{}", run.ledger);
+    let proof = prover_core::Proof::many_to_bytes(&run.proofs);
+    let public: BTreeMap<_, _> = sealed
+        .iter()
+        .map(|s| (s.sector_id, s.public_info().unwrap()))
+        .collect();
+    assert!(
+        verify_window_post::<Tree2KiB>(&config, &randomness, &public, prover_id, &proof).unwrap()
+    );
+    assert!(
+        !verify_window_post::<Tree2KiB>(&config, &seed(), &public, prover_id, &proof)
+            .unwrap_or(false)
+    );
 }

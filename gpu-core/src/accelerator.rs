@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G2Affine};
-use prover_core::ledger::{BackendBuffer, BackendBuffers, ResidentKind, ResidentToken, StageLedger};
+use prover_core::ledger::{
+    BackendBuffer, BackendBuffers, ResidentKind, ResidentToken, StageLedger,
+};
 use prover_core::{
     AcceleratorSums, AcceleratorWorker, Domain, Error, GpuBackend, HandBack, Parameters,
     PendingProof, PreparedParameters, QueryPlan, Result, SynthesizedPartition,
@@ -126,7 +128,15 @@ fn prepare_device<D: Device>(
     let l = up(&params.l, "L bases")?;
     let a = up(&params.a, "A bases")?;
     let b_g1 = up(&params.b_g1, "B G1 bases")?;
-    let b_g2 = upload_if_room(gpu, &mut q, &params.b_g2, keep, ledger, &mut tokens, "B G2 bases")?;
+    let b_g2 = upload_if_room(
+        gpu,
+        &mut q,
+        &params.b_g2,
+        keep,
+        ledger,
+        &mut tokens,
+        "B G2 bases",
+    )?;
     q.synchronize()?;
     Ok(Resident {
         h,
@@ -178,14 +188,17 @@ impl<D: Device> GpuBackend for GpuAccelerator<D> {
     }
 
     fn worker(&self, device: usize, _slot: usize) -> Result<Box<dyn AcceleratorWorker>> {
-        let gpu = self.devices.get(device).ok_or_else(|| Error::InvalidConfig {
-            what: "device",
-            detail: format!(
-                "the {} backend has {} device(s), not {device}",
-                self.name,
-                self.devices.len()
-            ),
-        })?;
+        let gpu = self
+            .devices
+            .get(device)
+            .ok_or_else(|| Error::InvalidConfig {
+                what: "device",
+                detail: format!(
+                    "the {} backend has {} device(s), not {device}",
+                    self.name,
+                    self.devices.len()
+                ),
+            })?;
         let queue = gpu.device.queue().map_err(|e| Error::Backend {
             backend: self.device_name(device),
             source: Box::new(e),
@@ -264,11 +277,15 @@ impl<D: Device> GpuWorker<D> {
         };
         let l = run(bases(&resident.l, &params.l), &[&plan.l])?;
         let a = run(bases(&resident.a, &params.a), &[&plan.a[0], &plan.a[1]])?;
-        let b_g1 = run(bases(&resident.b_g1, &params.b_g1), &[&plan.b[0], &plan.b[1]])?;
+        let b_g1 = run(
+            bases(&resident.b_g1, &params.b_g1),
+            &[&plan.b[0], &plan.b[1]],
+        )?;
         // The G2 B query has the G1 one's layout: the same scan.
         let scan = Scan::new(plan.b.iter(), w)?;
         ledger.register(BackendBuffer::HostTemp, scan.heap_bytes());
-        let b_g2 = query_msm::<D, G2Affine>(gpu, q, bases(&resident.b_g2, &params.b_g2), &scan, ledger)?;
+        let b_g2 =
+            query_msm::<D, G2Affine>(gpu, q, bases(&resident.b_g2, &params.b_g2), &scan, ledger)?;
         q.synchronize()?;
         Ok((AcceleratorSums { h, l, a, b_g1 }, b_g2))
     }
@@ -286,10 +303,12 @@ impl<D: Device> AcceleratorWorker for GpuWorker<D> {
             .check_backend(self.backend)
             .and_then(|()| prepared.state::<PreparedState<D>>())
             .and_then(|s| {
-                s.devices.get(self.ordinal).ok_or_else(|| Error::InvalidConfig {
-                    what: "device",
-                    detail: format!("parameters were not prepared on {}", self.label),
-                })
+                s.devices
+                    .get(self.ordinal)
+                    .ok_or_else(|| Error::InvalidConfig {
+                        what: "device",
+                        detail: format!("parameters were not prepared on {}", self.label),
+                    })
             })
             .and_then(|r| Ok((r, QueryPlan::new(&partition, params)?)))
             .and_then(|(r, plan)| {

@@ -81,7 +81,12 @@ impl<D: Device> DeviceBuffer<D> {
     /// Allocates `bytes` on `device`, counted against `gauge`; over the limit is an error
     /// naming `what`, before the device is asked.
     pub fn new(device: &D, gauge: &Arc<MemoryGauge>, bytes: u64, what: &str) -> DeviceResult<Self> {
-        let during = || format!("allocating {what} ({})", prover_core::ledger::human_bytes(bytes));
+        let during = || {
+            format!(
+                "allocating {what} ({})",
+                prover_core::ledger::human_bytes(bytes)
+            )
+        };
         let size = usize::try_from(bytes.max(1))
             .map_err(|_| DeviceError::new(during(), "larger than the address space"))?;
         if bytes > device.info().max_alloc_bytes {

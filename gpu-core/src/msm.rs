@@ -254,7 +254,10 @@ fn bucket_msm<D: Device, G: DeviceCurve>(
     let threads = plan.threads() as u64;
     let buckets = gpu.alloc(threads * ((1 << plan.window) - 1) * jac, "MSM buckets")?;
     let results = gpu.alloc(threads * jac, "MSM partial sums")?;
-    ledger.register(BackendBuffer::DeviceScratch, buckets.bytes() + results.bytes());
+    ledger.register(
+        BackendBuffer::DeviceScratch,
+        buckets.bytes() + results.bytes(),
+    );
     q.launch(
         G::msm_kernel(gpu),
         plan.threads().div_ceil(crate::context::GROUP),
@@ -312,7 +315,9 @@ fn sum_indexed<D: Device, G: DeviceCurve>(
     )?;
     let mut partial = vec![G::Projective::identity(); threads];
     q.read(results.raw(), 0, bytes_of_mut(&mut partial))?;
-    Ok(partial.into_iter().fold(G::Projective::identity(), |a, b| a + b))
+    Ok(partial
+        .into_iter()
+        .fold(G::Projective::identity(), |a, b| a + b))
 }
 
 /// How many listed terms one launch takes, given the bytes left beside the MSM's own scratch

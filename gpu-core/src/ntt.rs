@@ -189,7 +189,11 @@ fn mul_assign<D: Device>(
         q,
         &gpu.names.mul_assign,
         n,
-        &[Arg::Buffer(x.raw()), Arg::Buffer(y.raw()), Arg::U32(n as u32)],
+        &[
+            Arg::Buffer(x.raw()),
+            Arg::Buffer(y.raw()),
+            Arg::U32(n as u32),
+        ],
     )
 }
 
@@ -273,14 +277,7 @@ pub fn quotient<D: Device>(
     };
     let mut x = result;
     ntt(gpu, q, &mut x, &mut tmp, domain.log2, domain.omega_inv())?;
-    scale_by_powers(
-        gpu,
-        q,
-        &x,
-        n,
-        Domain::coset_shift_inv(),
-        domain.size_inv(),
-    )?;
+    scale_by_powers(gpu, q, &x, n, Domain::coset_shift_inv(), domain.size_inv())?;
     launch_threads(
         q,
         &gpu.names.to_canonical,

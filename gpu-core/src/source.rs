@@ -102,10 +102,19 @@ fn build(builder: &SourceBuilder, limbs: Limbs) -> String {
 impl Parts {
     fn new(limbs: Limbs) -> Self {
         let empty = build(&SourceBuilder::new(), limbs);
-        let common = strip(&empty, &[String::new()], &"\n\n".repeat(5), "the common part").to_string();
+        let common = strip(
+            &empty,
+            &[String::new()],
+            &"\n\n".repeat(5),
+            "the common part",
+        )
+        .to_string();
         let c = |s: &str| format!("{common}\n\n{s}");
         let field = |text: &str, what| strip(text, &[c("")], &"\n\n".repeat(4), what).to_string();
-        let fr = field(&build(&SourceBuilder::new().add_field::<Scalar>(), limbs), "Fr");
+        let fr = field(
+            &build(&SourceBuilder::new().add_field::<Scalar>(), limbs),
+            "Fr",
+        );
         let fp = field(&field_of(G1Affine::x, limbs), "Fp");
         let fp2 = strip(
             &field_of(G2Affine::x, limbs),
