@@ -45,8 +45,16 @@ impl Selector {
     }
 }
 
+/// One platform as the loader lists it.
+struct Listed {
+    name: String,
+    version: String,
+    all: Vec<Device>,
+    gpus: Vec<Device>,
+}
+
 /// Every platform's devices, as the loader lists them; an error when there is no OpenCL at all.
-fn all() -> Result<Vec<(String, String, Vec<Device>, Vec<Device>)>, String> {
+fn all() -> Result<Vec<Listed>, String> {
     let platforms = get_platforms().map_err(|e| {
         format!("no OpenCL platform found ({e}): install an OpenCL driver and its ICD loader (libOpenCL.so.1), e.g. ocl-icd-libopencl1 and pocl-opencl-icd on Debian")
     })?;
@@ -69,12 +77,12 @@ fn all() -> Result<Vec<(String, String, Vec<Device>, Vec<Device>)>, String> {
                     }
                 })
         };
-        out.push((
-            name.clone(),
+        out.push(Listed {
+            all: ids(CL_DEVICE_TYPE_ALL)?,
+            gpus: ids(CL_DEVICE_TYPE_GPU)?,
+            name,
             version,
-            ids(CL_DEVICE_TYPE_ALL)?,
-            ids(CL_DEVICE_TYPE_GPU)?,
-        ));
+        });
     }
     Ok(out)
 }
@@ -85,34 +93,34 @@ pub fn select(selector: &Selector) -> Result<Vec<Found>, String> {
     let listing = || {
         platforms
             .iter()
-            .map(|(p, _, devs, _)| {
+            .map(|p| {
                 let names: Vec<String> =
-                    devs.iter().map(|d| d.name().unwrap_or_default()).collect();
-                format!("{p:?}: [{}]", names.join(", "))
+                    p.all.iter().map(|d| d.name().unwrap_or_default()).collect();
+                format!("{:?}: [{}]", p.name, names.join(", "))
             })
             .collect::<Vec<_>>()
             .join("; ")
     };
-    let found = |p: &str, v: &str, d: &Device| Found {
-        platform: p.to_string(),
-        platform_version: v.to_string(),
+    let found = |p: &Listed, d: &Device| Found {
+        platform: p.name.clone(),
+        platform_version: p.version.clone(),
         device: *d,
     };
     let mut picked: Vec<Found> = match &selector.platform {
         Some(want) => platforms
             .iter()
-            .filter(|(p, ..)| p.to_lowercase().contains(want))
-            .flat_map(|(p, v, devs, _)| devs.iter().map(|d| found(p, v, d)))
+            .filter(|p| p.name.to_lowercase().contains(want))
+            .flat_map(|p| p.all.iter().map(|d| found(p, d)))
             .collect(),
         None => {
             let gpus: Vec<Found> = platforms
                 .iter()
-                .flat_map(|(p, v, _, gpus)| gpus.iter().map(|d| found(p, v, d)))
+                .flat_map(|p| p.gpus.iter().map(|d| found(p, d)))
                 .collect();
             if gpus.is_empty() {
                 platforms
                     .iter()
-                    .flat_map(|(p, v, devs, _)| devs.iter().map(|d| found(p, v, d)))
+                    .flat_map(|p| p.all.iter().map(|d| found(p, d)))
                     .collect()
             } else {
                 gpus

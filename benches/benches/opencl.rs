@@ -15,9 +15,9 @@ use gpu_core::device::Device;
 use gpu_core::msm::{dense_msm, Bases, DeviceCurve};
 use gpu_core::ntt::ntt;
 use gpu_core::GpuDevice;
+use proofline_benches::{g1_bases, g2_bases, random_scalars};
 use prover_core::ledger::{Stage, StageLedger};
 use prover_core::Domain;
-use proofline_benches::{g1_bases, g2_bases, random_scalars};
 
 struct Sizes {
     ntt: Vec<u32>,

@@ -105,7 +105,7 @@ impl MsmPlan {
                 if plan.scratch_bytes(jac) <= budget {
                     let rounds = plan.threads().div_ceil(units);
                     let cost = rounds * (n.div_ceil(groups) + (2 << window));
-                    if best.is_none_or(|(c, _)| cost < c) {
+                    if best.map_or(true, |(c, _)| cost < c) {
                         best = Some((cost, plan));
                     }
                     break;

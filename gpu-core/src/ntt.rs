@@ -235,10 +235,7 @@ pub fn quotient<D: Device>(
         return Err(DeviceError::new("H", "the domain is larger than 2^32"));
     }
     let v = n as u64 * FR;
-    let vector = |what| {
-        let buf = gpu.alloc(v, what);
-        buf
-    };
+    let vector = |what| gpu.alloc(v, what);
     let mut x = vector("H vector")?;
     ledger.register(BackendBuffer::DeviceAbc, v);
     let mut tmp = vector("H scratch")?;
