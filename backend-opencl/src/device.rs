@@ -17,8 +17,8 @@ use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
 use opencl3::program::Program;
 use opencl3::types::CL_BLOCKING;
 
-use crate::cache;
 use crate::select::Found;
+use gpu_core::cache;
 
 /// One OpenCL device with its built program.
 pub struct OpenClDevice {
@@ -65,7 +65,7 @@ impl OpenClDevice {
             "opencl|{}|{}|{}",
             info.platform, info.name, info.driver
         ));
-        let cached = cache::load(&key)
+        let cached = cache::load("opencl", &key)
             .and_then(|bin| Program::create_and_build_from_binary(&context, &[&bin], "").ok());
         let from_cache = cached.is_some();
         let program = match cached {
@@ -73,7 +73,7 @@ impl OpenClDevice {
             None => {
                 let p = build(&context, d.id(), &source.text, &name)?;
                 if let Some(bin) = p.get_binaries().ok().and_then(|b| b.into_iter().next()) {
-                    cache::store(&key, &bin);
+                    cache::store("opencl", &key, &bin);
                 }
                 p
             }

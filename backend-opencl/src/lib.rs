@@ -2,13 +2,12 @@
 //! which opens `libOpenCL` at run time (nothing OpenCL is needed to build).
 //!
 //! - devices: [`select`] (`--opencl-device PLATFORM[:N]`; by default every GPU, else every
-//!   device), each with its program built once and cached on disk ([`cache`]);
+//!   device), each with its program built once and cached on disk (`gpu_core::cache`);
 //! - [`OpenClBackend`]: gpu-core's accelerator over those devices (bases resident when they
 //!   fit, streamed when not; the whole accelerator stage and b_g2 on the device; any device
 //!   error hands the partition back for the engine's fallback).
 #![warn(missing_docs)]
 
-pub mod cache;
 pub mod device;
 pub mod select;
 

@@ -20,6 +20,7 @@
 //!   verify and the ledger balances.
 
 pub mod circuits;
+pub mod device;
 
 use std::sync::Arc;
 

@@ -11,10 +11,12 @@
 //!   resident or streamed in chunks).
 //! - [`accelerator`]: a `GpuBackend` over any device: prepare (resident bases), workers, b_g2
 //!   on the device, hand-back on any device error.
+//! - [`cache`]: the program binary cache on disk.
 //! - [`fault`]: the fault-injection test hook.
 #![warn(missing_docs)]
 
 pub mod accelerator;
+pub mod cache;
 pub mod context;
 pub mod device;
 pub mod fault;

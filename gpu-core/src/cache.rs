@@ -1,6 +1,7 @@
-//! The program binary cache: building the kernels takes seconds on POCL and longer on a GPU
-//! driver, so each device's built program is kept on disk, keyed by the source's digest, the
-//! platform, the device and the driver version. A damaged or foreign file is rebuilt over.
+//! The program binary cache of both APIs: building the kernels takes seconds on POCL, most of
+//! two minutes on NVIDIA's OpenCL and 17-55 s through NVRTC, so each built program is kept on
+//! disk under a key the API crate makes (the source's digest with the platform, device or
+//! architecture, and driver or compiler version). A damaged or foreign file is rebuilt over.
 //!
 //! Location: `$PROOFLINE_KERNEL_CACHE`, else `$XDG_CACHE_HOME/proofline/kernels`, else
 //! `$HOME/.cache/proofline/kernels`. Deleting the folder clears it.
@@ -22,17 +23,17 @@ pub fn folder() -> Option<PathBuf> {
         .or_else(|| env("HOME").map(|p| p.join(".cache/proofline/kernels")))
 }
 
-/// The cached binary for `key`, if there is one.
-pub fn load(key: &str) -> Option<Vec<u8>> {
-    let path = folder()?.join(format!("opencl-{key}.bin"));
+/// The cached binary of `api` (`opencl`, `cuda`) for `key`, if there is one.
+pub fn load(api: &str, key: &str) -> Option<Vec<u8>> {
+    let path = folder()?.join(format!("{api}-{key}.bin"));
     std::fs::read(path).ok().filter(|b| !b.is_empty())
 }
 
 /// Stores `binary` under `key` (atomically: a reader never sees half a file). Failing to
 /// store is not an error for the prover: it is reported and the next start builds again.
-pub fn store(key: &str, binary: &[u8]) {
+pub fn store(api: &str, key: &str, binary: &[u8]) {
     let Some(dir) = folder() else { return };
-    let path = dir.join(format!("opencl-{key}.bin"));
+    let path = dir.join(format!("{api}-{key}.bin"));
     let result = std::fs::create_dir_all(&dir)
         .map_err(|e| prover_core::Error::io(format!("creating {}", dir.display()), e))
         .and_then(|()| {
@@ -43,6 +44,6 @@ pub fn store(key: &str, binary: &[u8]) {
             })
         });
     if let Err(e) = result {
-        eprintln!("warning: the OpenCL program cache could not be written: {e}");
+        eprintln!("warning: the {api} program cache could not be written: {e}");
     }
 }

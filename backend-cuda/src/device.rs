@@ -1,0 +1,246 @@
+//! The CUDA device through cudarc's driver API: a context per device, the CUBIN loaded once,
+//! a stream per queue. Buffers are raw device allocations (`cuMemAlloc`/`cuMemFree`: freeing
+//! waits for the device, so a buffer dropped while a kernel still reads it is safe).
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use blstrs::Scalar;
+use cudarc::driver::result as cu;
+use cudarc::driver::sys::{CUdevice_attribute, CUdeviceptr};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use gpu_core::device::{Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
+
+fn err(during: impl Into<String>) -> impl FnOnce(cu::DriverError) -> DeviceError {
+    let during = during.into();
+    move |e| DeviceError::new(during, format!("{e:?}"))
+}
+
+/// One CUDA device with its module.
+pub struct CudaDevice {
+    ctx: Arc<CudaContext>,
+    module: Arc<CudaModule>,
+    info: DeviceInfo,
+    /// Whether the CUBIN came from the cache.
+    pub from_cache: bool,
+}
+
+impl CudaDevice {
+    /// Opens device `ordinal` and loads `cubin` (made for its architecture).
+    pub fn open(
+        ordinal: usize,
+        cubin: Vec<u8>,
+        from_cache: bool,
+        nvrtc: (i32, i32),
+    ) -> DeviceResult<Self> {
+        let ctx =
+            CudaContext::new(ordinal).map_err(err(format!("opening CUDA device {ordinal}")))?;
+        let info = info(&ctx, nvrtc)?;
+        let module = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+            .map_err(err(format!("loading the kernels on {}", info.name)))?;
+        Ok(CudaDevice {
+            ctx,
+            module,
+            info,
+            from_cache,
+        })
+    }
+
+    /// The device's compute capability.
+    pub fn arch(ordinal: usize) -> DeviceResult<(i32, i32)> {
+        let ctx =
+            CudaContext::new(ordinal).map_err(err(format!("opening CUDA device {ordinal}")))?;
+        ctx.compute_capability()
+            .map_err(err("reading the compute capability"))
+    }
+}
+
+fn info(ctx: &Arc<CudaContext>, nvrtc: (i32, i32)) -> DeviceResult<DeviceInfo> {
+    let attr = |a| ctx.attribute(a).map_err(err("reading a device attribute"));
+    let (major, minor) = ctx
+        .compute_capability()
+        .map_err(err("reading the compute capability"))?;
+    let memory = ctx.total_mem().map_err(err("reading the memory size"))? as u64;
+    let mut driver = 0;
+    // SAFETY: a valid out-pointer.
+    let _ = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) };
+    Ok(DeviceInfo {
+        name: ctx.name().map_err(err("reading the device name"))?,
+        platform: format!("CUDA sm_{major}{minor}, NVRTC {}.{}", nvrtc.0, nvrtc.1),
+        driver: format!("CUDA driver {}.{}", driver / 1000, driver % 1000 / 10),
+        compute_units: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        memory_bytes: memory,
+        max_alloc_bytes: memory,
+        local_memory_bytes: attr(
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+        )? as u64,
+        max_group_size: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?
+            as usize,
+    })
+}
+
+/// A device allocation of bytes.
+pub struct CuBuffer {
+    ptr: CUdeviceptr,
+    ctx: Arc<CudaContext>,
+}
+
+impl Drop for CuBuffer {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: allocated by `cuMemAlloc` in this context and freed once.
+            let _ = unsafe { cu::free_sync(self.ptr) };
+        }
+    }
+}
+
+impl Device for CudaDevice {
+    type Buffer = CuBuffer;
+    type Queue = CudaQueue;
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc(&self, bytes: usize) -> DeviceResult<CuBuffer> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(err("binding the context"))?;
+        // SAFETY: a plain allocation in the bound context.
+        let ptr = unsafe { cu::malloc_sync(bytes.max(1)) }.map_err(err(format!(
+            "allocating {bytes} bytes on {}",
+            self.info.name
+        )))?;
+        Ok(CuBuffer {
+            ptr,
+            ctx: self.ctx.clone(),
+        })
+    }
+
+    fn queue(&self) -> DeviceResult<CudaQueue> {
+        let stream = self.ctx.new_stream().map_err(err("creating a stream"))?;
+        Ok(CudaQueue {
+            ctx: self.ctx.clone(),
+            stream,
+            module: self.module.clone(),
+            functions: HashMap::new(),
+        })
+    }
+
+    fn free_memory(&self) -> Option<u64> {
+        self.ctx.bind_to_thread().ok()?;
+        cu::mem_get_info().ok().map(|(free, _)| free as u64)
+    }
+}
+
+/// A CUDA stream with the functions it has launched.
+pub struct CudaQueue {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+    functions: HashMap<String, CudaFunction>,
+}
+
+/// A kernel argument's value, kept alive until the launch call returns.
+enum Value {
+    Ptr(CUdeviceptr),
+    U32(u32),
+    Scalar(Scalar),
+}
+
+impl Queue for CudaQueue {
+    type Buffer = CuBuffer;
+
+    fn write(&mut self, dst: &CuBuffer, offset: usize, src: &[u8]) -> DeviceResult<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(err("binding the context"))?;
+        // SAFETY: `dst` has at least `offset + src.len()` bytes (the callers size buffers for
+        // what they write); the copy is finished before returning, so `src` may be reused.
+        unsafe {
+            cu::memcpy_htod_async(dst.ptr + offset as u64, src, self.stream.cu_stream())
+                .map_err(err(format!("copying {} bytes to the device", src.len())))?;
+        }
+        self.stream.synchronize().map_err(err("waiting for a copy"))
+    }
+
+    fn read(&mut self, src: &CuBuffer, offset: usize, dst: &mut [u8]) -> DeviceResult<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(err("binding the context"))?;
+        // SAFETY: as above, and `dst` is written before returning.
+        unsafe {
+            cu::memcpy_dtoh_async(dst, src.ptr + offset as u64, self.stream.cu_stream())
+                .map_err(err(format!("copying {} bytes from the device", dst.len())))?;
+        }
+        self.stream.synchronize().map_err(err("waiting for a copy"))
+    }
+
+    fn launch(
+        &mut self,
+        kernel: &str,
+        groups: usize,
+        group_size: usize,
+        args: &[Arg<'_, CuBuffer>],
+    ) -> DeviceResult<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(err("binding the context"))?;
+        if !self.functions.contains_key(kernel) {
+            let f = self
+                .module
+                .load_function(kernel)
+                .map_err(err(format!("finding kernel {kernel}")))?;
+            self.functions.insert(kernel.to_string(), f);
+        }
+        let f = &self.functions[kernel];
+        // Local memory is CUDA's dynamic shared memory: sized at launch, the parameter gets a
+        // null pointer (the kernel uses `cuda_shared`).
+        let mut shared = 0u32;
+        let mut values: Vec<Value> = args
+            .iter()
+            .map(|a| match a {
+                Arg::Buffer(b) => Value::Ptr(b.ptr),
+                Arg::U32(v) => Value::U32(*v),
+                Arg::Scalar(s) => Value::Scalar(*s),
+                Arg::Local(bytes) => {
+                    shared = *bytes as u32;
+                    Value::Ptr(0)
+                }
+            })
+            .collect();
+        let mut params: Vec<*mut c_void> = values
+            .iter_mut()
+            .map(|v| match v {
+                Value::Ptr(p) => (p as *mut CUdeviceptr).cast(),
+                Value::U32(x) => (x as *mut u32).cast(),
+                Value::Scalar(s) => (s as *mut Scalar).cast(),
+            })
+            .collect();
+        let grid = u32::try_from(groups)
+            .map_err(|_| DeviceError::new(format!("launching {kernel}"), "too many groups"))?;
+        // SAFETY: the parameters match the kernel's in order, type and size (gpu-core's host
+        // logic is written against the source it generates); `values` outlives the call.
+        unsafe {
+            cu::launch_kernel(
+                f.cu_function(),
+                (grid, 1, 1),
+                (group_size as u32, 1, 1),
+                shared,
+                self.stream.cu_stream(),
+                &mut params,
+            )
+        }
+        .map_err(err(format!(
+            "launching {kernel} ({groups} groups of {group_size})"
+        )))
+    }
+
+    fn synchronize(&mut self) -> DeviceResult<()> {
+        self.stream
+            .synchronize()
+            .map_err(err("waiting for the stream"))
+    }
+}

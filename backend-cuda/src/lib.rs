@@ -1,0 +1,108 @@
+//! proofline's CUDA backend: the shared GPU layer (`gpu-core`) on CUDA through cudarc's driver
+//! API, loaded at run time (nothing CUDA is needed to build). The kernels are gpu-core's one
+//! source, compiled by NVRTC to a CUBIN for each device's architecture and cached on disk
+//! ([`nvrtc`], `gpu_core::cache`).
+#![warn(missing_docs)]
+
+pub mod device;
+pub mod nvrtc;
+
+use gpu_core::{Faults, GpuAccelerator, GpuOptions, KernelSource, Limbs};
+
+pub use device::CudaDevice;
+
+/// The CUDA backend.
+pub type CudaBackend = GpuAccelerator<CudaDevice>;
+
+/// How to open the backend.
+#[derive(Debug, Default)]
+pub struct CudaOptions {
+    /// Device memory cap per device (`--gpu-mem-limit`).
+    pub mem_limit: Option<u64>,
+    /// Injected faults (test hook; also read from `PROOFLINE_GPU_FAIL_CALLS`).
+    pub faults: Option<Faults>,
+}
+
+/// Whether the CUDA driver library (`libcuda.so`) can be opened here.
+pub fn driver_available() -> bool {
+    // SAFETY: only tries to open the library.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// Opens every CUDA device (the engine's `--gpus` picks among them) with its kernels. Errors
+/// say what is missing: the driver, a device, NVRTC, or the compile with its log.
+pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
+    let fail = |detail: String| prover_core::Error::Resource {
+        what: "a CUDA device",
+        detail,
+    };
+    if !driver_available() {
+        return Err(fail(
+            "the CUDA driver (libcuda.so) is not installed or not on the library path".into(),
+        ));
+    }
+    cudarc::driver::result::init().map_err(|e| fail(format!("cuInit: {e:?}")))?;
+    let count = cudarc::driver::result::device::get_count()
+        .map_err(|e| fail(format!("counting devices: {e:?}")))?;
+    if count == 0 {
+        return Err(fail("the driver lists no CUDA device".into()));
+    }
+    let nvrtc = nvrtc::version().map_err(fail)?;
+    let source = KernelSource::new(Limbs::L32);
+    let mut devices = Vec::new();
+    for ordinal in 0..count as usize {
+        let arch = CudaDevice::arch(ordinal).map_err(|e| fail(e.to_string()))?;
+        let (cubin, cached) = nvrtc::cubin(&source, arch).map_err(fail)?;
+        devices.push(
+            CudaDevice::open(ordinal, cubin, cached, nvrtc).map_err(|e| fail(e.to_string()))?,
+        );
+    }
+    let faults = match options.faults {
+        Some(f) => f,
+        None => Faults::from_env().map_err(|detail| prover_core::Error::InvalidConfig {
+            what: "fault injection",
+            detail,
+        })?,
+    };
+    Ok(GpuAccelerator::new(
+        "cuda",
+        devices,
+        &source.names,
+        GpuOptions {
+            mem_limit: options.mem_limit,
+            faults,
+        },
+    ))
+}
+
+/// For tests: the backend, or `None` with the reason printed when there is no CUDA device here
+/// (CI has none: device tests skip there, always). Prints the devices it runs on.
+pub fn open_or_skip(options: CudaOptions) -> Option<CudaBackend> {
+    use gpu_core::Device;
+    use prover_core::GpuBackend;
+    match open(options) {
+        Ok(b) => {
+            for d in 0..b.device_count() {
+                let gpu = b.device(d).expect("a listed device");
+                let info = gpu.device.info();
+                eprintln!(
+                    "CUDA device {d}: {} ({}, {} SMs, limit {}{})",
+                    info.name,
+                    info.platform,
+                    info.compute_units,
+                    prover_core::ledger::human_bytes(gpu.gauge.limit()),
+                    if gpu.device.from_cache {
+                        ", CUBIN from the cache"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            Some(b)
+        }
+        Err(e) => {
+            eprintln!("skipped: no CUDA device here ({e})");
+            None
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! Device-level checks for backends on gpu-core (every API crate runs them on its devices):
+//! the NTT and the H pipeline, and the query MSMs, against the CPU backend on fresh random
+//! inputs; and the engine's fallback under injected faults.
+
+use std::sync::Arc;
+
+use backend_cpu::msm::msm;
+use backend_cpu::ntt::{ntt as cpu_ntt, quotient as cpu_quotient};
+use backend_cpu::CpuBackend;
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::{Field, PrimeField};
+use gpu_core::device::{bytes_of_mut, Device};
+use gpu_core::msm::{query_msm, Bases, Scan};
+use gpu_core::ntt::{ntt, quotient, NttMode};
+pub use gpu_core::Faults;
+use gpu_core::{GpuDevice, Queue};
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
+use prover_core::density::{Density, ScalarBytes};
+use prover_core::ledger::{Stage, StageLedger};
+use prover_core::plan::{Filter, MsmTerm, ScalarSource};
+use prover_core::synthesize::Witness;
+use prover_core::{
+    generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Config, CpuSynthesizer,
+    Domain, Engine, EngineStats, GpuBackend,
+};
+use rand::{Rng, RngCore};
+
+use crate::{cases, SuiteCircuit};
+
+fn read_scalars<D: Device>(
+    q: &mut D::Queue,
+    buf: &gpu_core::memory::DeviceBuffer<D>,
+    n: usize,
+) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; n];
+    q.read(buf.raw(), 0, bytes_of_mut(&mut out)).expect("read");
+    out
+}
+
+fn random_scalars(n: usize, rng: &mut impl rand::RngCore) -> Vec<Scalar> {
+    (0..n).map(|_| Scalar::random(&mut *rng)).collect()
+}
+
+/// The NTT (forward and inverse, sizes 2^0..2^12) and the whole H pipeline (both memory modes,
+/// inputs shorter than the domain) on `gpu` equal the CPU backend's, on fresh random inputs;
+/// a wrong root gives another transform.
+pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
+    let mut q = gpu.device.queue().unwrap();
+    let mut rng = rand::thread_rng();
+    for log in [0u32, 1, 3, 9, 12] {
+        let d = Domain::new(log).unwrap();
+        let n = d.size();
+        let v = random_scalars(n, &mut rng);
+        for omega in [d.omega, d.omega_inv()] {
+            let mut want = v.clone();
+            cpu_ntt(&mut want, omega);
+            let mut x = gpu.upload(&mut q, &v, "x").unwrap();
+            let mut t = gpu.alloc(n as u64 * 32, "t").unwrap();
+            ntt(gpu, &mut q, &mut x, &mut t, log, omega).unwrap();
+            assert_eq!(read_scalars(&mut q, &x, n), want, "NTT 2^{log}");
+            // Negative twin: the wrong root gives another transform.
+            if log > 1 {
+                let mut y = gpu.upload(&mut q, &v, "y").unwrap();
+                ntt(gpu, &mut q, &mut y, &mut t, log, omega.square()).unwrap();
+                assert_ne!(read_scalars(&mut q, &y, n), want);
+            }
+        }
+        // The whole H pipeline (coset NTTs inside), both memory modes, shorter inputs padded.
+        let len = n - n / 3;
+        let (a, bb, c) = (
+            random_scalars(len, &mut rng),
+            random_scalars(len, &mut rng),
+            random_scalars(len, &mut rng),
+        );
+        let want = cpu_quotient(a.clone(), bb.clone(), c.clone(), &d);
+        for mode in [NttMode::Resident, NttMode::Split] {
+            let ledger = StageLedger::new();
+            let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
+            let h = quotient(
+                gpu,
+                &mut q,
+                [&a, &bb, &c],
+                &d,
+                mode,
+                &mut token.backend_buffers(),
+            )
+            .unwrap();
+            // The device leaves canonical exponents: compare their bytes with the CPU's.
+            let got = read_scalars(&mut q, &h, n);
+            let got: Vec<[u8; 32]> = got[..n - 1].iter().map(bytes).collect();
+            let want: Vec<[u8; 32]> = want.iter().map(|s| s.to_repr()).collect();
+            assert_eq!(got, want, "quotient 2^{log} {mode:?}");
+        }
+    }
+}
+
+/// The raw bytes of a scalar (on the device side: canonical limbs after `to_canonical`).
+fn bytes(s: &Scalar) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(gpu_core::device::bytes_of(std::slice::from_ref(s)));
+    out
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Mix {
+    Zeros,
+    Ones,
+    Mixed,
+    Dense,
+}
+
+fn scalars(mix: Mix, n: usize, rng: &mut impl rand::RngCore) -> Vec<ScalarBytes> {
+    (0..n)
+        .map(|i| {
+            let s = match (mix, i % 4) {
+                (Mix::Zeros, _) => Scalar::ZERO,
+                (Mix::Ones, _) => Scalar::ONE,
+                (Mix::Mixed, 0) => Scalar::ZERO,
+                (Mix::Mixed, 1) => Scalar::ONE,
+                _ => Scalar::random(&mut *rng),
+            };
+            ScalarBytes::from_scalar(&s)
+        })
+        .collect()
+}
+
+fn witness_with(aux: Vec<ScalarBytes>, density: Density) -> Witness {
+    Witness {
+        input: Vec::new(),
+        aux,
+        a_aux_density: density,
+        b_input_density: Density::default(),
+        b_aux_density: Density::default(),
+    }
+}
+
+fn check_msm<D: Device, G, P, R: rand::RngCore>(
+    gpu: &GpuDevice<D>,
+    rng: &mut R,
+    stream: bool,
+    point: impl Fn(&mut R, bool) -> G,
+) where
+    G: gpu_core::msm::DeviceCurve<Projective = P>
+        + backend_cpu::msm::MsmGroup<Projective = P>
+        + PartialEq,
+    P: Group,
+{
+    let mut q = gpu.device.queue().unwrap();
+    for n in [1usize, 7, 100, 257, 3000] {
+        for mix in [Mix::Zeros, Mix::Ones, Mix::Mixed, Mix::Dense] {
+            // Repeated bases: a handful of distinct points, one identity among them.
+            let distinct: Vec<G> = (0..5).map(|i| point(rng, i == 4)).collect();
+            let sc = scalars(mix, n, rng);
+            // Every third variable unused (density), the rest meet the bases in order.
+            let mut density = Density::default();
+            for j in 0..n {
+                density.push_unset();
+                if j % 3 != 2 {
+                    density.set(j);
+                }
+            }
+            let used = density.count_ones();
+            let bases: Vec<G> = (0..used).map(|_| distinct[rng.gen_range(0..5)]).collect();
+            let want = msm(&bases, &sc, Some(&density));
+            let w = witness_with(sc.clone(), density.clone());
+            let term = MsmTerm {
+                bases: 0..used,
+                source: ScalarSource::Aux,
+                filter: Filter::AAux,
+            };
+            let scan = Scan::new([&term], &w).unwrap();
+            let ledger = StageLedger::new();
+            let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
+            let resident = (!stream).then(|| gpu.upload(&mut q, &bases, "bases").unwrap());
+            let mut run = |scan: &Scan| {
+                let at = match &resident {
+                    Some(r) => Bases::Resident(r),
+                    None => Bases::Streamed(&bases[..]),
+                };
+                query_msm::<D, G>(gpu, &mut q, at, scan, &mut token.backend_buffers())
+                    .unwrap_or_else(|e| panic!("{} n {n} {mix:?}: {e}", G::NAME))
+            };
+            let got = run(&scan);
+            assert_eq!(got, want, "{} n {n} {mix:?} stream {stream}", G::NAME);
+            // Negative twin: one changed nonzero scalar changes the sum.
+            if let Some(j) = (0..n).find(|&j| {
+                density.get(j)
+                    && !sc[j].is_zero()
+                    && !(bases[density_rank(&density, j)] == distinct[4])
+            }) {
+                let mut bad = sc.clone();
+                bad[j] = ScalarBytes::from_scalar(
+                    &(Scalar::from_repr_vartime(sc[j].0).unwrap() + Scalar::ONE),
+                );
+                let w = witness_with(bad, density.clone());
+                let scan = Scan::new([&term], &w).unwrap();
+                let got = run(&scan);
+                assert_ne!(got, want, "{} n {n} {mix:?}: twin", G::NAME);
+            }
+        }
+    }
+}
+
+fn density_rank(d: &Density, j: usize) -> usize {
+    (0..j).filter(|&i| d.get(i)).count()
+}
+
+/// Room for the smallest G2 bucket set (about 150 KiB) and a few hundred bases per streamed
+/// chunk: the 3000-term MSMs take several chunks.
+pub const STREAM_LIMIT: u64 = 320 << 10;
+
+/// G1 and G2 MSMs on `gpu` equal the CPU backend's: zeros, ones, mixed and dense scalars, an
+/// unused variable in three, repeated bases with an identity among them, 1 to 3000 terms; the
+/// bases resident, or (`stream`) streamed from the host in chunks. A changed scalar changes the
+/// sum. With `stream`, give the device a limit of [`STREAM_LIMIT`].
+pub fn check_msms<D: Device>(gpu: &GpuDevice<D>, stream: bool) {
+    let mut rng = rand::thread_rng();
+    check_msm(gpu, &mut rng, stream, |r, zero| {
+        if zero {
+            G1Affine::identity()
+        } else {
+            G1Projective::random(r).to_affine()
+        }
+    });
+    check_msm(gpu, &mut rng, stream, |r, zero| {
+        if zero {
+            G2Affine::identity()
+        } else {
+            G2Projective::random(r).to_affine()
+        }
+    });
+}
+
+/// Six partitions through the engine on `backend` (one worker, the CPU as fallback): every
+/// proof verifies, none is lost, the ledger balances. Returns the engine's figures, for the
+/// caller to check how many partitions the device did and how many fell back.
+pub fn check_engine_fallback(backend: Arc<dyn GpuBackend>) -> EngineStats {
+    let mut rng = rand::thread_rng();
+    let shape = cases(&mut rng).remove(0);
+    let params = Arc::new(generate_seeded_parameters(shape.clone(), rng.next_u64()).unwrap());
+    let pvk = prepare_verifying_key(&params.vk);
+    let config = Config {
+        pw: 2,
+        gpu_workers: 1,
+        fallback: Some(Arc::new(CpuBackend)),
+        ..Config::default()
+    };
+    let engine: Engine<SuiteCircuit, CpuSynthesizer> =
+        Engine::new(config, CpuSynthesizer, backend, Arc::new(CpuBackend)).unwrap();
+    let prepared = engine.prepare(params).unwrap();
+    let job: Vec<SuiteCircuit> = (0..6).map(|_| shape.reseeded(rng.next_u64())).collect();
+    let proofs = engine
+        .submit(&prepared, job.clone(), &mut rng)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(proofs.len(), job.len(), "a proof was lost");
+    let inputs: Vec<_> = job.iter().map(SuiteCircuit::public_inputs).collect();
+    assert!(verify_proofs_batch(&pvk, &proofs, &inputs, &mut rng).unwrap());
+    let ledger = engine.ledger().clone();
+    let stats = engine.shutdown();
+    assert!(ledger.snapshot().is_balanced(), "{}", ledger.snapshot());
+    stats
+}
+
+/// A device memory limit small enough that no query of the suite's circuits stays resident
+/// (every base is streamed in chunks), big enough for a G2 bucket set.
+pub const TIGHT: u64 = 320 << 10;
+
+/// Expands to the whole device suite of a backend on gpu-core: `$open(limit, faults)` returns
+/// the backend (`Option`: `None` skips, as the backend's `open_or_skip` decides). The
+/// conformance checks run with the device's memory and under [`TIGHT`]; the stage checks
+/// compare the NTT, the H pipeline and the MSMs with the CPU; the fault checks make calls 0 and
+/// 2 fail and see the fallback prove them, and see nothing fall back without faults.
+#[macro_export]
+macro_rules! device_backend_tests {
+    ($open:expr) => {
+        fn each_limit(check: impl Fn(&dyn ::prover_core::GpuBackend)) {
+            for limit in [None, Some($crate::device::TIGHT)] {
+                if let Some(b) = ($open)(limit, $crate::device::Faults::none()) {
+                    eprintln!("memory limit: {limit:?}");
+                    check(&b);
+                }
+            }
+        }
+
+        #[test]
+        fn conformance_accelerate_matches_cpu() {
+            each_limit(|b| $crate::check_accelerate(b));
+        }
+
+        #[test]
+        fn conformance_wrong_shape_is_handed_back() {
+            each_limit(|b| $crate::check_wrong_shape(b));
+        }
+
+        #[test]
+        fn conformance_proofs_match_cpu_bytes_and_bellperson_verifies() {
+            each_limit(|b| $crate::check_proofs(b, &::backend_cpu::CpuBackend));
+        }
+
+        #[test]
+        fn conformance_engine_proves_on_every_device() {
+            for limit in [None, Some($crate::device::TIGHT)] {
+                if let Some(b) = ($open)(limit, $crate::device::Faults::none()) {
+                    $crate::check_engine(
+                        ::std::sync::Arc::new(b),
+                        ::std::sync::Arc::new(::backend_cpu::CpuBackend),
+                    );
+                }
+            }
+        }
+
+        #[test]
+        fn stages_ntt_and_quotient_match_cpu() {
+            if let Some(b) = ($open)(None, $crate::device::Faults::none()) {
+                $crate::device::check_ntt_and_quotient(b.device(0).expect("a device"));
+            }
+        }
+
+        #[test]
+        fn stages_msms_match_cpu_resident_and_streamed() {
+            if let Some(b) = ($open)(None, $crate::device::Faults::none()) {
+                $crate::device::check_msms(b.device(0).expect("a device"), false);
+            }
+            let limit = Some($crate::device::STREAM_LIMIT);
+            if let Some(b) = ($open)(limit, $crate::device::Faults::none()) {
+                $crate::device::check_msms(b.device(0).expect("a device"), true);
+            }
+        }
+
+        #[test]
+        fn faults_injected_fall_back_and_every_proof_verifies() {
+            let faults = $crate::device::Faults::fail_calls([0, 2]);
+            let Some(b) = ($open)(None, faults) else {
+                return;
+            };
+            let stats = $crate::device::check_engine_fallback(::std::sync::Arc::new(b));
+            assert_eq!(stats.fallback_partitions, 2, "{stats:?}");
+            assert_eq!(stats.devices[0].failures, 2, "{stats:?}");
+            assert_eq!(stats.devices[0].partitions, 4, "{stats:?}");
+            assert!(stats.devices[0].in_service);
+        }
+
+        #[test]
+        fn faults_none_nothing_falls_back_even_streaming() {
+            for limit in [None, Some($crate::device::TIGHT)] {
+                let Some(b) = ($open)(limit, $crate::device::Faults::none()) else {
+                    return;
+                };
+                let stats = $crate::device::check_engine_fallback(::std::sync::Arc::new(b));
+                assert_eq!(stats.fallback_partitions, 0, "limit {limit:?}: {stats:?}");
+                assert_eq!(stats.devices[0].failures, 0, "limit {limit:?}: {stats:?}");
+                assert_eq!(stats.devices[0].partitions, 6, "limit {limit:?}: {stats:?}");
+            }
+        }
+    };
+}
