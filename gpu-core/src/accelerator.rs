@@ -19,6 +19,7 @@ use crate::fault::Faults;
 use crate::memory::{DeviceBuffer, MemoryGauge};
 use crate::msm::{dense_msm, query_msm, Bases, Scan};
 use crate::ntt::{quotient, NttMode};
+use crate::profile::Profile;
 use crate::source::KernelNames;
 
 /// Options of a device backend.
@@ -36,6 +37,7 @@ pub struct GpuAccelerator<D: Device> {
     name: &'static str,
     devices: Vec<Arc<GpuDevice<D>>>,
     faults: Arc<Faults>,
+    profile: Arc<Profile>,
 }
 
 impl<D: Device> GpuAccelerator<D> {
@@ -62,6 +64,7 @@ impl<D: Device> GpuAccelerator<D> {
             name,
             devices,
             faults: Arc::new(options.faults),
+            profile: Arc::new(Profile::from_env()),
         }
     }
 
@@ -187,6 +190,10 @@ impl<D: Device> GpuBackend for GpuAccelerator<D> {
         params.domain_size() as u64 * 32 + largest as u64 * 40
     }
 
+    fn step_times(&self) -> Vec<prover_core::StepTime> {
+        self.profile.steps()
+    }
+
     fn worker(&self, device: usize, _slot: usize) -> Result<Box<dyn AcceleratorWorker>> {
         let gpu = self
             .devices
@@ -210,6 +217,7 @@ impl<D: Device> GpuBackend for GpuAccelerator<D> {
             gpu: gpu.clone(),
             queue,
             faults: self.faults.clone(),
+            profile: self.profile.clone(),
         }))
     }
 }
@@ -222,6 +230,7 @@ struct GpuWorker<D: Device> {
     gpu: Arc<GpuDevice<D>>,
     queue: D::Queue,
     faults: Arc<Faults>,
+    profile: Arc<Profile>,
 }
 
 fn bases<'a, D: Device, G>(
@@ -259,34 +268,48 @@ impl<D: Device> GpuWorker<D> {
             )
         })?;
         let e = &partition.evaluations;
-        let exps = quotient(gpu, q, [&e.a, &e.b, &e.c], domain, mode, ledger)?;
-        let h = dense_msm::<D, G1Affine>(
-            gpu,
-            q,
-            bases(&resident.h, &params.h),
-            &exps,
-            plan.h.len(),
-            ledger,
-        )?;
+        let p = &*self.profile;
+        let exps = p.step("h_ntt", q, |q| {
+            quotient(gpu, q, [&e.a, &e.b, &e.c], domain, mode, ledger)
+        })?;
+        let h = p.step("msm_h", q, |q| {
+            dense_msm::<D, G1Affine>(
+                gpu,
+                q,
+                bases(&resident.h, &params.h),
+                &exps,
+                plan.h.len(),
+                ledger,
+            )
+        })?;
         drop(exps);
         let w = &partition.witness;
-        let mut run = |bases: Bases<'_, D, G1Affine>, terms: &[&prover_core::MsmTerm]| {
+        let mut scan_seconds = 0.0;
+        let mut scan = |terms: &[&prover_core::MsmTerm], ledger: &mut BackendBuffers<'_>| {
+            let t = std::time::Instant::now();
             let scan = Scan::new(terms.iter().copied(), w)?;
             ledger.register(BackendBuffer::HostTemp, scan.heap_bytes());
-            query_msm::<D, G1Affine>(gpu, q, bases, &scan, ledger)
+            scan_seconds += t.elapsed().as_secs_f64();
+            Ok::<_, DeviceError>(scan)
         };
-        let l = run(bases(&resident.l, &params.l), &[&plan.l])?;
-        let a = run(bases(&resident.a, &params.a), &[&plan.a[0], &plan.a[1]])?;
-        let b_g1 = run(
-            bases(&resident.b_g1, &params.b_g1),
-            &[&plan.b[0], &plan.b[1]],
-        )?;
-        // The G2 B query has the G1 one's layout: the same scan.
-        let scan = Scan::new(plan.b.iter(), w)?;
-        ledger.register(BackendBuffer::HostTemp, scan.heap_bytes());
-        let b_g2 =
-            query_msm::<D, G2Affine>(gpu, q, bases(&resident.b_g2, &params.b_g2), &scan, ledger)?;
+        let s = scan(&[&plan.l], ledger)?;
+        let l = p.step("msm_l", q, |q| {
+            query_msm::<D, G1Affine>(gpu, q, bases(&resident.l, &params.l), &s, ledger)
+        })?;
+        let s = scan(&[&plan.a[0], &plan.a[1]], ledger)?;
+        let a = p.step("msm_a", q, |q| {
+            query_msm::<D, G1Affine>(gpu, q, bases(&resident.a, &params.a), &s, ledger)
+        })?;
+        // The G2 B query has the G1 one's layout: one scan for both.
+        let s = scan(&[&plan.b[0], &plan.b[1]], ledger)?;
+        let b_g1 = p.step("msm_b_g1", q, |q| {
+            query_msm::<D, G1Affine>(gpu, q, bases(&resident.b_g1, &params.b_g1), &s, ledger)
+        })?;
+        let b_g2 = p.step("msm_b_g2", q, |q| {
+            query_msm::<D, G2Affine>(gpu, q, bases(&resident.b_g2, &params.b_g2), &s, ledger)
+        })?;
         q.synchronize()?;
+        p.record("host_scan", scan_seconds);
         Ok((AcceleratorSums { h, l, a, b_g1 }, b_g2))
     }
 }

@@ -13,6 +13,7 @@
 //!   on the device, hand-back on any device error.
 //! - [`cache`]: the program binary cache on disk.
 //! - [`fault`]: the fault-injection test hook.
+//! - [`profile`]: step times under `PROOFLINE_GPU_PROFILE=1`.
 #![warn(missing_docs)]
 
 pub mod accelerator;
@@ -23,6 +24,7 @@ pub mod fault;
 pub mod memory;
 pub mod msm;
 pub mod ntt;
+pub mod profile;
 pub mod source;
 
 pub use accelerator::{GpuAccelerator, GpuOptions};

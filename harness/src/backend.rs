@@ -24,7 +24,7 @@ pub fn open(cfg: &RunConfig) -> anyhow::Result<Backends> {
             fallback: None,
         }),
         BackendKind::Opencl => open_opencl(cfg),
-        BackendKind::Cuda => anyhow::bail!("the CUDA backend is not built yet"),
+        BackendKind::Cuda => open_cuda(cfg),
     }
 }
 
@@ -46,4 +46,21 @@ fn open_opencl(cfg: &RunConfig) -> anyhow::Result<Backends> {
 #[cfg(not(feature = "opencl"))]
 fn open_opencl(_: &RunConfig) -> anyhow::Result<Backends> {
     anyhow::bail!("this proofline was built without the `opencl` feature")
+}
+
+#[cfg(feature = "cuda")]
+fn open_cuda(cfg: &RunConfig) -> anyhow::Result<Backends> {
+    let backend = backend_cuda::open(backend_cuda::CudaOptions {
+        mem_limit: cfg.gpu_mem_limit,
+        faults: None,
+    })?;
+    Ok(Backends {
+        backend: Arc::new(backend),
+        fallback: Some(Arc::new(CpuBackend)),
+    })
+}
+
+#[cfg(not(feature = "cuda"))]
+fn open_cuda(_: &RunConfig) -> anyhow::Result<Backends> {
+    anyhow::bail!("this proofline was built without the `cuda` feature")
 }

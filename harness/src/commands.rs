@@ -90,6 +90,14 @@ pub fn print_outcome(o: &PointOutcome) {
             if d.in_service { "" } else { ", out of service" }
         );
     }
+    if !o.device_steps.is_empty() {
+        let steps: Vec<String> = o
+            .device_steps
+            .iter()
+            .map(|s| format!("{} {:.3} s ({}x)", s.name, s.seconds, s.count))
+            .collect();
+        println!("device steps, summed: {}", steps.join(", "));
+    }
     if o.stats.fallback_partitions > 0 {
         println!(
             "fallback: {} partitions, {:.3} s",

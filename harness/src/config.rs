@@ -221,7 +221,12 @@ impl RunConfig {
         match self.backend {
             BackendKind::Cpu => {}
             BackendKind::Cuda => {
-                return Err("the CUDA backend is not built yet: use --backend cpu or opencl".into())
+                if !cfg!(feature = "cuda") {
+                    return Err(
+                        "this proofline was built without the `cuda` feature: rebuild with it, or use --backend cpu"
+                            .into(),
+                    );
+                }
             }
             BackendKind::Opencl => {
                 if !cfg!(feature = "opencl") {

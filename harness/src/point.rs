@@ -191,6 +191,8 @@ pub struct PointOutcome {
     pub stats: prover_core::EngineStats,
     /// The ledger at the end (every peak).
     pub ledger: prover_core::ledger::Snapshot,
+    /// The device backend's step times (under `PROOFLINE_GPU_PROFILE=1`; empty otherwise).
+    pub device_steps: Vec<prover_core::StepTime>,
 }
 
 /// What a run proves: the parameters and the jobs.
@@ -312,6 +314,7 @@ pub fn run_jobs(
         fallback: backends.fallback,
         ..Config::default()
     };
+    let backend = backends.backend.clone();
     let engine = Engine::new(
         config,
         CpuSynthesizer,
@@ -424,6 +427,7 @@ pub fn run_jobs(
             timeline,
             stats,
             ledger: snap,
+            device_steps: backend.step_times(),
         },
         results,
     ))

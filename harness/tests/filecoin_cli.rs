@@ -116,8 +116,15 @@ fn seal_writes_both_c1_forms_and_c2_refuses_what_it_cannot_verify() {
     let c1 = c1.to_str().unwrap();
     let a_folder = dir.path().to_str().unwrap();
     for (extra, expect) in [
-        (&["--backend", "cuda"][..], "not built yet"),
-        (&["--backend", "opencl"][..], "not built yet"),
+        (
+            &["--backend", "opencl", "--opencl-device", "pocl:x"][..],
+            "not a device index",
+        ),
+        (
+            &["--backend", "cuda", "--gpu-mem-limit", "1KiB"][..],
+            "--gpu-mem-limit",
+        ),
+        (&["--opencl-device", "pocl"][..], "--opencl-device"),
         (&["--gpus", "0,1"][..], "--gpus"),
         (&["--pw", "0"][..], "--pw"),
         (&["--pw", "18446744073709551615"][..], "--pw"),

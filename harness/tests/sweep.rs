@@ -141,8 +141,18 @@ fn bad_options_are_refused_with_a_message() {
     };
     let (ok, err) = run(&["sweep", "--pw", "5..2"]);
     assert!(!ok && err.contains("empty range"), "{err}");
-    let (ok, err) = run(&["sweep", "--backend", "cuda", "--pw", "1"]);
-    assert!(!ok && err.contains("not built yet"), "{err}");
+    let (ok, err) = run(&["sweep", "--gpu-mem-limit", "4GiB", "--pw", "1"]);
+    assert!(!ok && err.contains("apply to the cuda and opencl"), "{err}");
+    let (ok, err) = run(&[
+        "sweep",
+        "--backend",
+        "opencl",
+        "--gpu-mem-limit",
+        "lots",
+        "--pw",
+        "1",
+    ]);
+    assert!(!ok && err.contains("not a size"), "{err}");
     let (ok, err) = run(&["sweep", "--mem-budget", "lots", "--pw", "1"]);
     assert!(!ok && err.contains("not a size"), "{err}");
     let (ok, err) = run(&["prove", "--queue-depth", "0"]);

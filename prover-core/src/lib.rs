@@ -52,7 +52,7 @@ pub use proof::Proof;
 pub use prove::{prove, prove_with_randomness, Stages};
 pub use stages::{
     assemble, AcceleratorSums, AcceleratorWorker, Finalizer, FinishedPartition, GpuBackend,
-    HandBack, PendingProof, PreparedParameters, Randomness,
+    HandBack, PendingProof, PreparedParameters, Randomness, StepTime,
 };
 pub use synthesize::{
     circuit_size, CircuitSize, CpuSynthesizer, Evaluations, PartitionShape, SynthesizedPartition,

@@ -156,9 +156,27 @@ pub trait GpuBackend: Send + Sync {
         0
     }
 
+    /// Where the backend's accelerator time went, step by step, summed over partitions (device
+    /// backends under `PROOFLINE_GPU_PROFILE=1`, which waits for the device after each step);
+    /// empty when the backend does not profile.
+    fn step_times(&self) -> Vec<StepTime> {
+        Vec::new()
+    }
+
     /// A worker context for `device` (its stream, pinned staging, device scratch), created once
     /// on the thread that will use it; `slot` numbers the workers of one device.
     fn worker(&self, device: usize, slot: usize) -> Result<Box<dyn AcceleratorWorker>>;
+}
+
+/// One step of the accelerator stage, summed over partitions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepTime {
+    /// The step (`h_ntt`, `msm_l`, ...).
+    pub name: String,
+    /// How many times it ran.
+    pub count: u64,
+    /// Seconds, summed.
+    pub seconds: f64,
 }
 
 /// One accelerator worker: owns its context, so the hot path takes no lock.

@@ -1,0 +1,72 @@
+//! Where a device backend's accelerator time goes, step by step (uploads, NTTs, each MSM):
+//! with `PROOFLINE_GPU_PROFILE=1` each step waits for the device before it is timed, so the
+//! figures are the steps' own (at the cost of the overlap two workers on one device would
+//! otherwise get). Off, nothing waits and nothing is recorded.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use prover_core::StepTime;
+
+use crate::device::{DeviceResult, Queue};
+
+/// The environment variable that turns profiling on.
+pub const PROFILE_VAR: &str = "PROOFLINE_GPU_PROFILE";
+
+/// Step times of one backend.
+#[derive(Debug, Default)]
+pub struct Profile {
+    enabled: bool,
+    steps: Mutex<Vec<StepTime>>,
+}
+
+impl Profile {
+    /// Profiling as `PROOFLINE_GPU_PROFILE` asks (`1` or `true`: on).
+    pub fn from_env() -> Self {
+        Profile {
+            enabled: std::env::var(PROFILE_VAR).is_ok_and(|v| v == "1" || v == "true"),
+            steps: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Runs `f` as the step `name` on `q`; when profiling, waits for the device and records.
+    pub fn step<Q: Queue, T>(
+        &self,
+        name: &str,
+        q: &mut Q,
+        f: impl FnOnce(&mut Q) -> DeviceResult<T>,
+    ) -> DeviceResult<T> {
+        if !self.enabled {
+            return f(q);
+        }
+        let t = Instant::now();
+        let out = f(q)?;
+        q.synchronize()?;
+        self.record(name, t.elapsed().as_secs_f64());
+        Ok(out)
+    }
+
+    /// Adds `secs` to the step `name` (host steps timed by the caller), when profiling.
+    pub fn record(&self, name: &str, secs: f64) {
+        if !self.enabled {
+            return;
+        }
+        let mut steps = self.steps.lock().unwrap_or_else(|p| p.into_inner());
+        match steps.iter_mut().find(|s| s.name == name) {
+            Some(s) => {
+                s.count += 1;
+                s.seconds += secs;
+            }
+            None => steps.push(StepTime {
+                name: name.to_string(),
+                count: 1,
+                seconds: secs,
+            }),
+        }
+    }
+
+    /// The steps so far, in first-run order.
+    pub fn steps(&self) -> Vec<StepTime> {
+        self.steps.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
