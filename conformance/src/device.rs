@@ -28,6 +28,29 @@ use rand::{Rng, RngCore};
 
 use crate::{cases, SuiteCircuit};
 
+/// The sizes the stage checks run: small by default (CI's POCL); with
+/// `PROOFLINE_DEVICE_CHECK_SIZES=large` (a GPU) the sizes where the windows and the NTT passes
+/// of real partitions appear.
+struct Sizes {
+    ntt_logs: Vec<u32>,
+    msm_terms: Vec<usize>,
+}
+
+fn sizes() -> Sizes {
+    if std::env::var("PROOFLINE_DEVICE_CHECK_SIZES").is_ok_and(|v| v == "large") {
+        Sizes {
+            ntt_logs: vec![13, 14, 15, 16, 18],
+            msm_terms: vec![3000, 1 << 13, (1 << 14) + 7, 1 << 16],
+        }
+    } else {
+        Sizes {
+            // 2^14: the element-wise kernels run several groups.
+            ntt_logs: vec![0, 1, 3, 9, 14],
+            msm_terms: vec![1, 7, 100, 257, 3000],
+        }
+    }
+}
+
 fn read_scalars<D: Device>(
     q: &mut D::Queue,
     buf: &gpu_core::memory::DeviceBuffer<D>,
@@ -48,7 +71,7 @@ fn random_scalars(n: usize, rng: &mut impl rand::RngCore) -> Vec<Scalar> {
 pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
     let mut q = gpu.device.queue().unwrap();
     let mut rng = rand::thread_rng();
-    for log in [0u32, 1, 3, 9, 12] {
+    for log in sizes().ntt_logs {
         let d = Domain::new(log).unwrap();
         let n = d.size();
         let v = random_scalars(n, &mut rng);
@@ -147,7 +170,7 @@ fn check_msm<D: Device, G, P, R: rand::RngCore>(
     P: Group,
 {
     let mut q = gpu.device.queue().unwrap();
-    for n in [1usize, 7, 100, 257, 3000] {
+    for n in sizes().msm_terms {
         for mix in [Mix::Zeros, Mix::Ones, Mix::Mixed, Mix::Dense] {
             // Repeated bases: a handful of distinct points, one identity among them.
             let distinct: Vec<G> = (0..5).map(|i| point(rng, i == 4)).collect();

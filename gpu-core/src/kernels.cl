@@ -2,11 +2,14 @@
 // CUDA and OpenCL backends run the same code (only ec-gpu-gen's lowest limb primitives differ
 // per API). `{FR}` stands for the scalar field, `{G1}`/`{G2}` for the curves; `source.rs`
 // substitutes ec-gpu-gen's names. Every kernel guards its index: launches round the thread
-// count up to whole groups.
+// count up to whole groups. GET_GLOBAL_ID() is only ever assigned on its own: under CUDA it
+// expands to `blockIdx.x * blockDim.x + threadIdx.x`, without parentheses, so inside a larger
+// expression it computes something else (a test checks this).
 
 // x[i] = 0 for start <= i < n.
 KERNEL void {FR}_fill_zero(GLOBAL {FR} *x, uint start, uint n) {
-  const uint i = start + GET_GLOBAL_ID();
+  const uint gid = GET_GLOBAL_ID();
+  const uint i = start + gid;
   if (i < n) {
     const {FR} zero = {FR}_ZERO;
     x[i] = zero;
@@ -29,7 +32,8 @@ KERNEL void {FR}_sub_scaled(GLOBAL {FR} *x, GLOBAL {FR} *y, {FR} k, uint n) {
 // x[i] *= c * g^i, `chunk` consecutive elements per thread (one exponentiation per chunk):
 // the move to the coset (g, with c = 1/n after an inverse NTT) and back (g^-1).
 KERNEL void {FR}_scale_by_powers(GLOBAL {FR} *x, {FR} g, {FR} c, uint n, uint chunk) {
-  const uint start = GET_GLOBAL_ID() * chunk;
+  const uint gid = GET_GLOBAL_ID();
+  const uint start = gid * chunk;
   if (start >= n) return;
   const uint end = min(start + chunk, n);
   {FR} p = {FR}_mul(c, {FR}_pow(g, start));

@@ -201,6 +201,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn index_macros_are_only_assigned_alone() {
+        // ec-gpu-gen's CUDA index macros are not parenthesised (`blockIdx.x * blockDim.x +
+        // threadIdx.x`): `GET_GLOBAL_ID() * chunk` multiplies only threadIdx.x. POCL cannot
+        // see this (OpenCL's are function calls); this check can. Found on the H200 as a wrong
+        // quotient from 2^13 on.
+        for (name, text) in [("kernels.cl", KERNELS), ("msm.cl", MSM)] {
+            for (i, line) in text.lines().enumerate() {
+                if line.trim_start().starts_with("//") {
+                    continue;
+                }
+                for m in [
+                    "GET_GLOBAL_ID()",
+                    "GET_LOCAL_ID()",
+                    "GET_GROUP_ID()",
+                    "GET_LOCAL_SIZE()",
+                ] {
+                    if let Some(at) = line.find(m) {
+                        let before = line[..at].trim_end();
+                        let after = line[at + m.len()..].trim_start();
+                        assert!(
+                            before.ends_with('=') && after.starts_with(';'),
+                            "{name}:{}: {m} inside an expression: {line}",
+                            i + 1
+                        );
+                    }
+                }
+            }
+        }
+        // Negative twin: the line that was wrong is caught.
+        let bad = "  const uint start = GET_GLOBAL_ID() * chunk;";
+        let at = bad.find("GET_GLOBAL_ID()").unwrap();
+        assert!(!bad[at + 15..].trim_start().starts_with(';'));
+    }
+
+    #[test]
     fn source_has_every_kernel_and_no_placeholder() {
         for limbs in [Limbs::L32, Limbs::L64] {
             let s = KernelSource::new(limbs);
