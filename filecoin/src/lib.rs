@@ -178,6 +178,12 @@ pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
     check: PointCheck,
     progress: &dyn GenProgress,
 ) -> Result<CachedParameters> {
+    // One load at a time per process: two threads finding the same file missing would both
+    // generate it, and the `.params` of one could end up beside the `.vk` of the other (each
+    // file is replaced atomically, the pair is not). Found by two PoSt tests running at once.
+    // Separate processes sharing a cache are not serialised (noted in docs/filecoin.md).
+    static LOADING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = LOADING.lock().unwrap_or_else(|p| p.into_inner());
     let dir = parameter_cache_dir();
     let params_path = dir.join(parameter_id(cache_id));
     let vk_path = dir.join(verifying_key_id(cache_id));
