@@ -22,8 +22,6 @@ pub struct CudaDevice {
     ctx: Arc<CudaContext>,
     module: Arc<CudaModule>,
     info: DeviceInfo,
-    /// Whether the CUBIN came from the cache.
-    pub from_cache: bool,
 }
 
 impl CudaDevice {
@@ -36,16 +34,12 @@ impl CudaDevice {
     ) -> DeviceResult<Self> {
         let ctx =
             CudaContext::new(ordinal).map_err(err(format!("opening CUDA device {ordinal}")))?;
-        let info = info(&ctx, nvrtc)?;
+        let mut info = info(&ctx, nvrtc)?;
+        info.program_from_cache = from_cache;
         let module = ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
             .map_err(err(format!("loading the kernels on {}", info.name)))?;
-        Ok(CudaDevice {
-            ctx,
-            module,
-            info,
-            from_cache,
-        })
+        Ok(CudaDevice { ctx, module, info })
     }
 
     /// The device's compute capability.
@@ -78,6 +72,7 @@ fn info(ctx: &Arc<CudaContext>, nvrtc: (i32, i32)) -> DeviceResult<DeviceInfo> {
         )? as u64,
         max_group_size: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?
             as usize,
+        program_from_cache: false,
     })
 }
 

@@ -78,26 +78,9 @@ pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
 /// For tests: the backend, or `None` with the reason printed when there is no CUDA device here
 /// (CI has none: device tests skip there, always). Prints the devices it runs on.
 pub fn open_or_skip(options: CudaOptions) -> Option<CudaBackend> {
-    use gpu_core::Device;
-    use prover_core::GpuBackend;
     match open(options) {
         Ok(b) => {
-            for d in 0..b.device_count() {
-                let gpu = b.device(d).expect("a listed device");
-                let info = gpu.device.info();
-                eprintln!(
-                    "CUDA device {d}: {} ({}, {} SMs, limit {}{})",
-                    info.name,
-                    info.platform,
-                    info.compute_units,
-                    prover_core::ledger::human_bytes(gpu.gauge.limit()),
-                    if gpu.device.from_cache {
-                        ", CUBIN from the cache"
-                    } else {
-                        ""
-                    }
-                );
-            }
+            b.describe().iter().for_each(|line| eprintln!("{line}"));
             Some(b)
         }
         Err(e) => {

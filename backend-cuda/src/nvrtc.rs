@@ -107,15 +107,10 @@ pub fn compile_cubin(source: &KernelSource, arch: (i32, i32)) -> Result<Vec<u8>,
                     String::from_utf8_lossy(&bytes).into_owned()
                 })
                 .unwrap_or_default();
-            let tail: String = log
-                .chars()
-                .rev()
-                .take(4000)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            Err(format!("NVRTC failed ({e:?}); log (end): {tail}"))
+            Err(format!(
+                "NVRTC failed ({e:?}); log (end): {}",
+                gpu_core::source::log_tail(&log, 4000)
+            ))
         }
         Ok(()) => {
             let mut size = 0usize;

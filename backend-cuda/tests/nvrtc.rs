@@ -33,19 +33,7 @@ fn nvrtc_compiles_kernels() {
     assert_eq!(&cubin[..4], b"\x7fELF");
     assert!(cubin.len() > 100_000, "{} bytes", cubin.len());
     // Every kernel the host logic launches is in it (as a symbol name).
-    let n = &source.names;
-    for k in [
-        &n.radix_fft,
-        &n.fill_zero,
-        &n.mul_assign,
-        &n.sub_scaled,
-        &n.scale_by_powers,
-        &n.to_canonical,
-        &n.g1_sum_indexed,
-        &n.g1_msm,
-        &n.g2_sum_indexed,
-        &n.g2_msm,
-    ] {
+    for k in source.names.all() {
         assert!(
             cubin.windows(k.len()).any(|w| w == k.as_bytes()),
             "{k} is not in the CUBIN"

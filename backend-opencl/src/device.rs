@@ -25,8 +25,6 @@ pub struct OpenClDevice {
     context: Context,
     program: Arc<Program>,
     info: DeviceInfo,
-    /// Whether the program came from the binary cache.
-    pub from_cache: bool,
 }
 
 fn err(during: impl Into<String>) -> impl FnOnce(opencl3::error_codes::ClError) -> DeviceError {
@@ -45,7 +43,7 @@ impl OpenClDevice {
     pub fn open(found: &Found, source: &KernelSource) -> DeviceResult<Self> {
         let d = &found.device;
         let name = d.name().map_err(err("reading the device name"))?;
-        let info = DeviceInfo {
+        let mut info = DeviceInfo {
             name: name.clone(),
             platform: format!("{} ({})", found.platform, found.platform_version),
             driver: d.driver_version().unwrap_or_default(),
@@ -58,6 +56,7 @@ impl OpenClDevice {
                 .map_err(err("reading allocation size"))?,
             local_memory_bytes: d.local_mem_size().map_err(err("reading local memory"))?,
             max_group_size: d.max_work_group_size().map_err(err("reading group size"))?,
+            program_from_cache: false,
         };
         let context =
             Context::from_device(d).map_err(err(format!("creating a context on {name}")))?;
@@ -67,7 +66,7 @@ impl OpenClDevice {
         ));
         let cached = cache::load("opencl", &key)
             .and_then(|bin| Program::create_and_build_from_binary(&context, &[&bin], "").ok());
-        let from_cache = cached.is_some();
+        info.program_from_cache = cached.is_some();
         let program = match cached {
             Some(p) => p,
             None => {
@@ -82,7 +81,6 @@ impl OpenClDevice {
             context,
             program: Arc::new(program),
             info,
-            from_cache,
         })
     }
 }
@@ -97,17 +95,12 @@ fn build(
         .map_err(err(format!("creating the program on {name}")))?;
     if let Err(e) = program.build(&[device], "") {
         let log = program.get_build_log(device).unwrap_or_default();
-        let tail: String = log
-            .chars()
-            .rev()
-            .take(4000)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
         return Err(DeviceError::new(
             format!("building the kernels on {name}"),
-            format!("{e}; build log (end): {tail}"),
+            format!(
+                "{e}; build log (end): {}",
+                gpu_core::source::log_tail(&log, 4000)
+            ),
         ));
     }
     Ok(program)

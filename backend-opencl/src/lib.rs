@@ -75,29 +75,12 @@ pub fn in_ci() -> bool {
 /// `PROOFLINE_OPENCL_DEVICE` picks the devices (`--opencl-device`'s syntax). Prints the
 /// devices it runs on.
 pub fn open_or_skip(mut options: OpenClOptions) -> Option<OpenClBackend> {
-    use gpu_core::Device;
-    use prover_core::GpuBackend;
     if let Ok(s) = std::env::var("PROOFLINE_OPENCL_DEVICE") {
         options.selector = Selector::parse(&s).expect("PROOFLINE_OPENCL_DEVICE");
     }
     match open(options) {
         Ok(b) => {
-            for d in 0..b.device_count() {
-                let gpu = b.device(d).expect("a listed device");
-                let info = gpu.device.info();
-                eprintln!(
-                    "OpenCL device {d}: {} on {} ({} compute units, limit {}{})",
-                    info.name,
-                    info.platform,
-                    info.compute_units,
-                    prover_core::ledger::human_bytes(gpu.gauge.limit()),
-                    if gpu.device.from_cache {
-                        ", program from the cache"
-                    } else {
-                        ""
-                    }
-                );
-            }
+            b.describe().iter().for_each(|line| eprintln!("{line}"));
             Some(b)
         }
         Err(e) if !in_ci() => {

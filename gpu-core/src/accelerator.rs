@@ -68,6 +68,31 @@ impl<D: Device> GpuAccelerator<D> {
         }
     }
 
+    /// One line per device, for logs and tests: which device, on what, its memory limit, and
+    /// whether its kernels came from the cache.
+    pub fn describe(&self) -> Vec<String> {
+        self.devices
+            .iter()
+            .enumerate()
+            .map(|(d, gpu)| {
+                let info = gpu.device.info();
+                format!(
+                    "{} device {d}: {} on {} ({} compute units, limit {}{})",
+                    self.name,
+                    info.name,
+                    info.platform,
+                    info.compute_units,
+                    prover_core::ledger::human_bytes(gpu.gauge.limit()),
+                    if info.program_from_cache {
+                        ", kernels from the cache"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect()
+    }
+
     /// Device `i` with its gauge.
     pub fn device(&self, i: usize) -> Option<&GpuDevice<D>> {
         self.devices.get(i).map(|d| &**d)

@@ -25,6 +25,8 @@ pub struct DeviceInfo {
     pub local_memory_bytes: u64,
     /// The largest group the device runs.
     pub max_group_size: usize,
+    /// Whether its kernels were loaded from the program cache (not compiled at this start).
+    pub program_from_cache: bool,
 }
 
 /// A device error: what the API said, and what was being done.

@@ -150,6 +150,31 @@ impl Parts {
     }
 }
 
+/// The last `max_chars` characters of a compiler log (build errors come at its end), for error
+/// messages of either API.
+pub fn log_tail(log: &str, max_chars: usize) -> &str {
+    let skip = log.chars().count().saturating_sub(max_chars);
+    log.char_indices().nth(skip).map_or("", |(i, _)| &log[i..])
+}
+
+impl KernelNames {
+    /// Every kernel the host logic launches.
+    pub fn all(&self) -> [&str; 10] {
+        [
+            &self.radix_fft,
+            &self.fill_zero,
+            &self.mul_assign,
+            &self.sub_scaled,
+            &self.scale_by_powers,
+            &self.to_canonical,
+            &self.g1_sum_indexed,
+            &self.g1_msm,
+            &self.g2_sum_indexed,
+            &self.g2_msm,
+        ]
+    }
+}
+
 impl KernelSource {
     /// Generates the program (the same text in every process).
     pub fn new(limbs: Limbs) -> Self {
@@ -201,6 +226,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn log_tail_keeps_the_end() {
+        assert_eq!(log_tail("abcdef", 3), "def");
+        assert_eq!(log_tail("ab", 3), "ab");
+        assert_eq!(log_tail("", 3), "");
+        assert_eq!(log_tail("xé€", 2), "é€", "character, not byte, boundaries");
+    }
+
+    #[test]
     fn index_macros_are_only_assigned_alone() {
         // ec-gpu-gen's CUDA index macros are not parenthesised (`blockIdx.x * blockDim.x +
         // threadIdx.x`): `GET_GLOBAL_ID() * chunk` multiplies only threadIdx.x. POCL cannot
@@ -239,19 +272,7 @@ mod tests {
     fn source_has_every_kernel_and_no_placeholder() {
         for limbs in [Limbs::L32, Limbs::L64] {
             let s = KernelSource::new(limbs);
-            let n = &s.names;
-            for k in [
-                &n.radix_fft,
-                &n.fill_zero,
-                &n.mul_assign,
-                &n.sub_scaled,
-                &n.scale_by_powers,
-                &n.to_canonical,
-                &n.g1_sum_indexed,
-                &n.g1_msm,
-                &n.g2_sum_indexed,
-                &n.g2_msm,
-            ] {
+            for k in s.names.all() {
                 assert!(s.text.contains(&format!("void {k}(")), "{k} missing");
             }
             for placeholder in ["{FR}", "{P}", "FIELD_", "POINT_"] {
