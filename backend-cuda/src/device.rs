@@ -1,6 +1,11 @@
 //! The CUDA device through cudarc's driver API: a context per device, the CUBIN loaded once,
-//! a stream per queue. Buffers are raw device allocations (`cuMemAlloc`/`cuMemFree`: freeing
-//! waits for the device, so a buffer dropped while a kernel still reads it is safe).
+//! a non-blocking stream per queue. Buffers shared by every queue (resident bases) are
+//! `cuMemAlloc`/`cuMemFree` allocations (freeing waits for the device, so a buffer dropped while
+//! a kernel still reads it is safe); a partition's scratch comes from the stream-ordered
+//! allocator (`cuMemAllocAsync`/`cuMemFreeAsync` on the worker's stream: freed after the
+//! stream's earlier work, without waiting for other workers' kernels). Large copies to the
+//! device go through a pinned staging buffer per queue, two halves in turn, so that the host's
+//! copy into one half overlaps the DMA from the other.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -8,7 +13,7 @@ use std::sync::Arc;
 
 use blstrs::Scalar;
 use cudarc::driver::result as cu;
-use cudarc::driver::sys::{CUdevice_attribute, CUdeviceptr};
+use cudarc::driver::sys::{CUdevice_attribute, CUdeviceptr, CUevent, CUevent_flags};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use gpu_core::device::{Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
 
@@ -22,7 +27,15 @@ pub struct CudaDevice {
     ctx: Arc<CudaContext>,
     module: Arc<CudaModule>,
     info: DeviceInfo,
+    /// Whether the device has the stream-ordered allocator.
+    pools: bool,
 }
+
+/// Bytes of each half of a queue's pinned staging buffer.
+pub const STAGING_HALF: usize = 8 << 20;
+
+/// Copies of at least this many bytes go through the pinned staging buffer.
+pub const STAGED_MIN: usize = 1 << 20;
 
 impl CudaDevice {
     /// Opens device `ordinal` and loads `cubin` (made for its architecture).
@@ -39,7 +52,16 @@ impl CudaDevice {
         let module = ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
             .map_err(err(format!("loading the kernels on {}", info.name)))?;
-        Ok(CudaDevice { ctx, module, info })
+        let pools = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
+            .map_err(err("reading a device attribute"))?
+            != 0;
+        Ok(CudaDevice {
+            ctx,
+            module,
+            info,
+            pools,
+        })
     }
 
     /// The device's compute capability.
@@ -76,17 +98,24 @@ fn info(ctx: &Arc<CudaContext>, nvrtc: (i32, i32)) -> DeviceResult<DeviceInfo> {
     })
 }
 
-/// A device allocation of bytes.
+/// A device allocation of bytes: device-wide, or ordered on the stream it was made for.
 pub struct CuBuffer {
     ptr: CUdeviceptr,
     ctx: Arc<CudaContext>,
+    stream: Option<Arc<CudaStream>>,
 }
 
 impl Drop for CuBuffer {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_ok() {
-            // SAFETY: allocated by `cuMemAlloc` in this context and freed once.
-            let _ = unsafe { cu::free_sync(self.ptr) };
+            // SAFETY: freed once, the way it was allocated: `cuMemAllocAsync` on `stream` (only
+            // that stream's work uses it, and the free is ordered after it) or `cuMemAlloc`.
+            let _ = unsafe {
+                match &self.stream {
+                    Some(stream) => cu::free_async(self.ptr, stream.cu_stream()),
+                    None => cu::free_sync(self.ptr),
+                }
+            };
         }
     }
 }
@@ -111,16 +140,38 @@ impl Device for CudaDevice {
         Ok(CuBuffer {
             ptr,
             ctx: self.ctx.clone(),
+            stream: None,
+        })
+    }
+
+    fn alloc_on(&self, queue: &mut CudaQueue, bytes: usize) -> DeviceResult<CuBuffer> {
+        if !self.pools {
+            return self.alloc(bytes);
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(err("binding the context"))?;
+        // SAFETY: an allocation ordered on the queue's stream; its users are that stream's
+        // work (gpu-core's scratch buffers), and it is freed on the same stream.
+        let ptr = unsafe { cu::malloc_async(queue.stream.cu_stream(), bytes.max(1)) }.map_err(
+            err(format!("allocating {bytes} bytes on {}", self.info.name)),
+        )?;
+        Ok(CuBuffer {
+            ptr,
+            ctx: self.ctx.clone(),
+            stream: Some(queue.stream.clone()),
         })
     }
 
     fn queue(&self) -> DeviceResult<CudaQueue> {
         let stream = self.ctx.new_stream().map_err(err("creating a stream"))?;
+        let staging = Staging::new(&self.ctx)?;
         Ok(CudaQueue {
             ctx: self.ctx.clone(),
             stream,
             module: self.module.clone(),
             functions: HashMap::new(),
+            staging,
         })
     }
 
@@ -130,12 +181,90 @@ impl Device for CudaDevice {
     }
 }
 
-/// A CUDA stream with the functions it has launched.
+/// A CUDA stream with the functions it has launched and its pinned staging buffer.
 pub struct CudaQueue {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     module: Arc<CudaModule>,
     functions: HashMap<String, CudaFunction>,
+    staging: Staging,
+}
+
+/// A pinned host buffer of two halves of [`STAGING_HALF`] bytes, with an event per half marking
+/// the end of the last copy out of it.
+struct Staging {
+    ctx: Arc<CudaContext>,
+    ptr: *mut u8,
+    events: [CUevent; 2],
+}
+
+// SAFETY: the pinned memory and the events belong to the queue that owns them; a queue is used
+// by one thread at a time (it is `Send`, not `Sync`).
+unsafe impl Send for Staging {}
+
+impl Staging {
+    fn new(ctx: &Arc<CudaContext>) -> DeviceResult<Self> {
+        ctx.bind_to_thread().map_err(err("binding the context"))?;
+        let event = || {
+            cu::event::create(CUevent_flags::CU_EVENT_DISABLE_TIMING)
+                .map_err(err("creating an event"))
+        };
+        let events = [event()?, event()?];
+        // SAFETY: a plain page-locked allocation, freed once in `drop`.
+        let ptr = unsafe { cu::malloc_host(2 * STAGING_HALF, 0) }
+            .map_err(err(format!("pinning {} of host memory", 2 * STAGING_HALF)))?;
+        Ok(Staging {
+            ctx: ctx.clone(),
+            ptr: ptr.cast(),
+            events,
+        })
+    }
+
+    /// Copies `src` to `dst` through the two halves: the host fills one while the other's DMA
+    /// runs. Returns when everything is queued (the caller synchronizes the stream).
+    fn write(&mut self, stream: &CudaStream, dst: CUdeviceptr, src: &[u8]) -> DeviceResult<()> {
+        for (i, chunk) in src.chunks(STAGING_HALF).enumerate() {
+            let half = i % 2;
+            // SAFETY: the event was recorded after the last copy out of this half (or never, and
+            // then it is complete); the half has `STAGING_HALF` >= `chunk.len()` bytes; the
+            // copy reads the pinned half, which stays untouched until its event completes.
+            unsafe {
+                if i >= 2 {
+                    cu::event::synchronize(self.events[half])
+                        .map_err(err("waiting for a staged copy"))?;
+                }
+                let buf = self.ptr.add(half * STAGING_HALF);
+                std::ptr::copy_nonoverlapping(chunk.as_ptr(), buf, chunk.len());
+                cudarc::driver::sys::cuMemcpyHtoDAsync_v2(
+                    dst + (i * STAGING_HALF) as u64,
+                    buf.cast(),
+                    chunk.len(),
+                    stream.cu_stream(),
+                )
+                .result()
+                .map_err(err(format!("copying {} bytes to the device", chunk.len())))?;
+                cu::event::record(self.events[half], stream.cu_stream())
+                    .map_err(err("recording a staged copy"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: every copy out of the buffer is finished (the events are waited for), then
+            // the buffer and the events are freed once.
+            unsafe {
+                for e in self.events {
+                    let _ = cu::event::synchronize(e);
+                    let _ = cu::event::destroy(e);
+                }
+                let _ = cu::free_host(self.ptr.cast());
+            }
+        }
+    }
 }
 
 /// A kernel argument's value, kept alive until the launch call returns.
@@ -152,11 +281,17 @@ impl Queue for CudaQueue {
         self.ctx
             .bind_to_thread()
             .map_err(err("binding the context"))?;
-        // SAFETY: `dst` has at least `offset + src.len()` bytes (the callers size buffers for
-        // what they write); the copy is finished before returning, so `src` may be reused.
-        unsafe {
-            cu::memcpy_htod_async(dst.ptr + offset as u64, src, self.stream.cu_stream())
-                .map_err(err(format!("copying {} bytes to the device", src.len())))?;
+        let to = dst.ptr + offset as u64;
+        if src.len() >= STAGED_MIN {
+            self.staging.write(&self.stream, to, src)?;
+        } else {
+            // SAFETY: `dst` has at least `offset + src.len()` bytes (the callers size buffers
+            // for what they write); the copy is finished before returning, so `src` may be
+            // reused.
+            unsafe {
+                cu::memcpy_htod_async(to, src, self.stream.cu_stream())
+                    .map_err(err(format!("copying {} bytes to the device", src.len())))?;
+            }
         }
         self.stream.synchronize().map_err(err("waiting for a copy"))
     }
@@ -237,5 +372,9 @@ impl Queue for CudaQueue {
         self.stream
             .synchronize()
             .map_err(err("waiting for the stream"))
+    }
+
+    fn staging_bytes(&self) -> u64 {
+        2 * STAGING_HALF as u64
     }
 }

@@ -137,17 +137,26 @@ pub fn compile_cubin(source: &KernelSource, arch: (i32, i32)) -> Result<Vec<u8>,
 /// The CUBIN for `arch`, from the cache or compiled (and stored); `true` when it came from the
 /// cache.
 pub fn cubin(source: &KernelSource, arch: (i32, i32)) -> Result<(Vec<u8>, bool), String> {
+    cubin_cached(source, arch).map(|(bin, cached, _)| (bin, cached))
+}
+
+/// As [`cubin`], also naming the cache file (`None` when no cache folder can be named).
+pub fn cubin_cached(
+    source: &KernelSource,
+    arch: (i32, i32),
+) -> Result<(Vec<u8>, bool, Option<std::path::PathBuf>), String> {
     let (major, minor) = version()?;
     let key = source.digest(&format!(
         "cuda|sm_{}{}|nvrtc {major}.{minor}",
         arch.0, arch.1
     ));
+    let path = cache::path("cuda", &key);
     if let Some(bin) = cache::load("cuda", &key) {
-        return Ok((bin, true));
+        return Ok((bin, true, path));
     }
     let bin = compile_cubin(source, arch)?;
     cache::store("cuda", &key, &bin);
-    Ok((bin, false))
+    Ok((bin, false, path))
 }
 
 #[cfg(test)]

@@ -269,8 +269,13 @@ pub fn check_engine_fallback(backend: Arc<dyn GpuBackend>) -> EngineStats {
         fallback: Some(Arc::new(CpuBackend)),
         ..Config::default()
     };
-    let engine: Engine<SuiteCircuit, CpuSynthesizer> =
-        Engine::new(config, CpuSynthesizer, backend, Arc::new(CpuBackend)).unwrap();
+    let engine: Engine<SuiteCircuit, CpuSynthesizer> = Engine::new(
+        config,
+        CpuSynthesizer,
+        backend.clone(),
+        Arc::new(CpuBackend),
+    )
+    .unwrap();
     let prepared = engine.prepare(params).unwrap();
     let job: Vec<SuiteCircuit> = (0..6).map(|_| shape.reseeded(rng.next_u64())).collect();
     let proofs = engine
@@ -283,8 +288,40 @@ pub fn check_engine_fallback(backend: Arc<dyn GpuBackend>) -> EngineStats {
     assert!(verify_proofs_batch(&pvk, &proofs, &inputs, &mut rng).unwrap());
     let ledger = engine.ledger().clone();
     let stats = engine.shutdown();
-    assert!(ledger.snapshot().is_balanced(), "{}", ledger.snapshot());
+    drop(prepared);
+    let snap = ledger.snapshot();
+    assert!(snap.is_balanced(), "{snap}");
+    check_device_memory(&*backend, snap.device_total.peak);
     stats
+}
+
+/// Device bytes the ledger does not count: the NTT's twiddle tables (a few KiB per NTT).
+const UNLEDGERED: u64 = 64 << 10;
+
+/// The ledger's device peak against what the backend allocated (one worker, no errors mid-run:
+/// every buffer is registered after its allocation and released before its free, so the
+/// ledger never counts more, and misses only the small tables), and the driver's figure
+/// printed beside them where the API reports one (CUDA).
+pub fn check_device_memory(backend: &dyn GpuBackend, ledger_peak: u64) {
+    for m in backend.device_memory() {
+        eprintln!(
+            "device {} memory: ledger peak {ledger_peak} B, allocated peak {} B, driver {:?} B above a baseline of {:?} B",
+            m.device,
+            m.allocated_peak,
+            m.driver_above_baseline(),
+            m.driver_baseline
+        );
+        assert!(
+            ledger_peak <= m.allocated_peak,
+            "the ledger counted {ledger_peak} device bytes at its peak, more than were allocated ({})",
+            m.allocated_peak
+        );
+        assert!(
+            m.allocated_peak <= ledger_peak + UNLEDGERED,
+            "{} device bytes were allocated at the peak, the ledger counted {ledger_peak}",
+            m.allocated_peak
+        );
+    }
 }
 
 /// A device memory limit small enough that no query of the suite's circuits stays resident

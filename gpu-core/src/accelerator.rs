@@ -16,7 +16,7 @@ use prover_core::{
 use crate::context::GpuDevice;
 use crate::device::{Device, DeviceCopy, DeviceError, DeviceResult, Queue};
 use crate::fault::Faults;
-use crate::memory::{DeviceBuffer, MemoryGauge};
+use crate::memory::{driver_in_use, DeviceBuffer, MemoryGauge};
 use crate::msm::{dense_msm, query_msm, Bases, Scan};
 use crate::ntt::{quotient, NttMode};
 use crate::profile::Profile;
@@ -53,9 +53,13 @@ impl<D: Device> GpuAccelerator<D> {
             .map(|device| {
                 let own = device.info().memory_bytes / 10 * 9;
                 let limit = options.mem_limit.map_or(own, |l| l.min(own));
+                let gauge = MemoryGauge::new(limit);
+                if let Some(in_use) = driver_in_use(&device) {
+                    gauge.set_driver_baseline(in_use);
+                }
                 Arc::new(GpuDevice {
                     device,
-                    gauge: Arc::new(MemoryGauge::new(limit)),
+                    gauge: Arc::new(gauge),
                     names: names.clone(),
                 })
             })
@@ -219,6 +223,19 @@ impl<D: Device> GpuBackend for GpuAccelerator<D> {
         self.profile.steps()
     }
 
+    fn device_memory(&self) -> Vec<prover_core::DeviceMemory> {
+        self.devices
+            .iter()
+            .enumerate()
+            .map(|(device, gpu)| prover_core::DeviceMemory {
+                device,
+                allocated_peak: gpu.gauge.peak(),
+                driver_baseline: gpu.gauge.driver_baseline(),
+                driver_peak: gpu.gauge.driver_peak(),
+            })
+            .collect()
+    }
+
     fn worker(&self, device: usize, _slot: usize) -> Result<Box<dyn AcceleratorWorker>> {
         let gpu = self
             .devices
@@ -292,6 +309,10 @@ impl<D: Device> GpuWorker<D> {
                 ),
             )
         })?;
+        let staging = q.staging_bytes();
+        if staging > 0 {
+            ledger.register(BackendBuffer::PinnedStaging, staging);
+        }
         let e = &partition.evaluations;
         let p = &*self.profile;
         let exps = p.step("h_ntt", q, |q| {
@@ -307,6 +328,7 @@ impl<D: Device> GpuWorker<D> {
                 ledger,
             )
         })?;
+        ledger.release_one(BackendBuffer::DeviceAbc, exps.bytes());
         drop(exps);
         let w = &partition.witness;
         let mut scan_seconds = 0.0;
@@ -321,10 +343,14 @@ impl<D: Device> GpuWorker<D> {
         let l = p.step("msm_l", q, |q| {
             query_msm::<D, G1Affine>(gpu, q, bases(&resident.l, &params.l), &s, ledger)
         })?;
+        ledger.release_one(BackendBuffer::HostTemp, s.heap_bytes());
+        drop(s);
         let s = scan(&[&plan.a[0], &plan.a[1]], ledger)?;
         let a = p.step("msm_a", q, |q| {
             query_msm::<D, G1Affine>(gpu, q, bases(&resident.a, &params.a), &s, ledger)
         })?;
+        ledger.release_one(BackendBuffer::HostTemp, s.heap_bytes());
+        drop(s);
         // The G2 B query has the G1 one's layout: one scan for both.
         let s = scan(&[&plan.b[0], &plan.b[1]], ledger)?;
         let b_g1 = p.step("msm_b_g1", q, |q| {
@@ -333,6 +359,8 @@ impl<D: Device> GpuWorker<D> {
         let b_g2 = p.step("msm_b_g2", q, |q| {
             query_msm::<D, G2Affine>(gpu, q, bases(&resident.b_g2, &params.b_g2), &s, ledger)
         })?;
+        ledger.release_one(BackendBuffer::HostTemp, s.heap_bytes());
+        drop(s);
         q.synchronize()?;
         p.record("host_scan", scan_seconds);
         Ok((AcceleratorSums { h, l, a, b_g1 }, b_g2))

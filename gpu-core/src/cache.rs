@@ -23,17 +23,24 @@ pub fn folder() -> Option<PathBuf> {
         .or_else(|| env("HOME").map(|p| p.join(".cache/proofline/kernels")))
 }
 
+/// Where the binary of `api` (`opencl`, `cuda`) for `key` is kept.
+pub fn path(api: &str, key: &str) -> Option<PathBuf> {
+    Some(folder()?.join(format!("{api}-{key}.bin")))
+}
+
 /// The cached binary of `api` (`opencl`, `cuda`) for `key`, if there is one.
 pub fn load(api: &str, key: &str) -> Option<Vec<u8>> {
-    let path = folder()?.join(format!("{api}-{key}.bin"));
-    std::fs::read(path).ok().filter(|b| !b.is_empty())
+    std::fs::read(path(api, key)?)
+        .ok()
+        .filter(|b| !b.is_empty())
 }
 
 /// Stores `binary` under `key` (atomically: a reader never sees half a file). Failing to
 /// store is not an error for the prover: it is reported and the next start builds again.
 pub fn store(api: &str, key: &str, binary: &[u8]) {
-    let Some(dir) = folder() else { return };
-    let path = dir.join(format!("{api}-{key}.bin"));
+    let (Some(dir), Some(path)) = (folder(), path(api, key)) else {
+        return;
+    };
     let result = std::fs::create_dir_all(&dir)
         .map_err(|e| prover_core::Error::io(format!("creating {}", dir.display()), e))
         .and_then(|()| {

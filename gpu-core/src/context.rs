@@ -21,12 +21,25 @@ pub struct GpuDevice<D: Device> {
 }
 
 impl<D: Device> GpuDevice<D> {
-    /// A counted buffer of `bytes` bytes.
+    /// A counted buffer of `bytes` bytes, usable from every queue (resident bases).
     pub fn alloc(&self, bytes: u64, what: &str) -> DeviceResult<DeviceBuffer<D>> {
         DeviceBuffer::new(&self.device, &self.gauge, bytes, what)
     }
 
-    /// A counted buffer holding `values`.
+    /// A counted buffer of `bytes` bytes used only by work on `queue` (a partition's scratch:
+    /// freeing it does not wait for other queues, see [`Device::alloc_on`]).
+    pub fn scratch(
+        &self,
+        queue: &mut D::Queue,
+        bytes: u64,
+        what: &str,
+    ) -> DeviceResult<DeviceBuffer<D>> {
+        DeviceBuffer::new_with(&self.device, &self.gauge, bytes, what, |size| {
+            self.device.alloc_on(queue, size)
+        })
+    }
+
+    /// A counted buffer holding `values`, usable from every queue.
     pub fn upload<T: DeviceCopy>(
         &self,
         queue: &mut D::Queue,
@@ -34,11 +47,32 @@ impl<D: Device> GpuDevice<D> {
         what: &str,
     ) -> DeviceResult<DeviceBuffer<D>> {
         let buf = self.alloc(std::mem::size_of_val(values) as u64, what)?;
-        if !values.is_empty() {
-            queue.write(buf.raw(), 0, bytes_of(values))?;
-        }
+        write_all(queue, &buf, values)?;
         Ok(buf)
     }
+
+    /// A scratch buffer of `queue` holding `values`.
+    pub fn upload_scratch<T: DeviceCopy>(
+        &self,
+        queue: &mut D::Queue,
+        values: &[T],
+        what: &str,
+    ) -> DeviceResult<DeviceBuffer<D>> {
+        let buf = self.scratch(queue, std::mem::size_of_val(values) as u64, what)?;
+        write_all(queue, &buf, values)?;
+        Ok(buf)
+    }
+}
+
+fn write_all<D: Device, T: DeviceCopy>(
+    queue: &mut D::Queue,
+    buf: &DeviceBuffer<D>,
+    values: &[T],
+) -> DeviceResult<()> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    queue.write(buf.raw(), 0, bytes_of(values))
 }
 
 /// Launches `kernel` with at least `threads` threads, in groups of [`GROUP`] (kernels guard

@@ -88,6 +88,14 @@ pub trait Device: Send + Sync + 'static {
     /// A new queue.
     fn queue(&self) -> DeviceResult<Self::Queue>;
 
+    /// A new buffer used only by work queued on `queue` (a partition's scratch), freed in the
+    /// queue's order where the API allows it, so that freeing it never waits for another
+    /// queue's kernels (CUDA's stream-ordered allocator). By default, [`Device::alloc`].
+    fn alloc_on(&self, queue: &mut Self::Queue, bytes: usize) -> DeviceResult<Self::Buffer> {
+        let _ = queue;
+        self.alloc(bytes)
+    }
+
     /// Bytes free on the device right now, where the API can tell (CUDA can, OpenCL cannot).
     fn free_memory(&self) -> Option<u64> {
         None
@@ -117,6 +125,13 @@ pub trait Queue: Send + 'static {
 
     /// Waits until everything queued has finished.
     fn synchronize(&mut self) -> DeviceResult<()>;
+
+    /// Pinned (page-locked) host bytes the queue keeps for staging its copies (0 where the API
+    /// copies from pageable memory); the worker registers them in the ledger while a partition
+    /// uses them.
+    fn staging_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// Types whose bytes are exactly what the kernels read and write: blstrs's field elements and

@@ -8,12 +8,25 @@ use std::sync::Arc;
 
 use crate::device::{Device, DeviceError, DeviceResult};
 
-/// The bytes the layer may use on one device, and how many it uses now.
+/// The bytes the layer may use on one device, and how many it uses now; beside them, what the
+/// driver reports in use (where the API can tell), to check the accounting against.
 #[derive(Debug)]
 pub struct MemoryGauge {
     limit: u64,
     used: AtomicU64,
     peak: AtomicU64,
+    /// The driver's figure when the device was opened (`UNKNOWN` where it cannot tell).
+    driver_baseline: AtomicU64,
+    /// The driver's largest figure read after an allocation (`UNKNOWN` before the first).
+    driver_peak: AtomicU64,
+}
+
+const UNKNOWN: u64 = u64::MAX;
+
+/// Bytes in use on `device` as its driver reports them (memory less free), where it can tell.
+pub fn driver_in_use<D: Device>(device: &D) -> Option<u64> {
+    let free = device.free_memory()?;
+    Some(device.info().memory_bytes.saturating_sub(free))
 }
 
 impl MemoryGauge {
@@ -23,7 +36,33 @@ impl MemoryGauge {
             limit,
             used: AtomicU64::new(0),
             peak: AtomicU64::new(0),
+            driver_baseline: AtomicU64::new(UNKNOWN),
+            driver_peak: AtomicU64::new(UNKNOWN),
         }
+    }
+
+    /// Records the driver's figure before the layer allocates anything.
+    pub fn set_driver_baseline(&self, in_use: u64) {
+        self.driver_baseline.store(in_use, Ordering::Release);
+    }
+
+    /// Records a driver figure read after an allocation (its peak is kept).
+    pub fn observe_driver(&self, in_use: u64) {
+        let _ = self
+            .driver_peak
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                (p == UNKNOWN || in_use > p).then_some(in_use)
+            });
+    }
+
+    /// The driver's figure when the device was opened.
+    pub fn driver_baseline(&self) -> Option<u64> {
+        Some(self.driver_baseline.load(Ordering::Acquire)).filter(|&b| b != UNKNOWN)
+    }
+
+    /// The driver's largest figure after an allocation.
+    pub fn driver_peak(&self) -> Option<u64> {
+        Some(self.driver_peak.load(Ordering::Acquire)).filter(|&b| b != UNKNOWN)
     }
 
     /// The limit.
@@ -81,6 +120,17 @@ impl<D: Device> DeviceBuffer<D> {
     /// Allocates `bytes` on `device`, counted against `gauge`; over the limit is an error
     /// naming `what`, before the device is asked.
     pub fn new(device: &D, gauge: &Arc<MemoryGauge>, bytes: u64, what: &str) -> DeviceResult<Self> {
+        Self::new_with(device, gauge, bytes, what, |size| device.alloc(size))
+    }
+
+    /// As [`DeviceBuffer::new`], the allocation made by `alloc` (given the size in bytes).
+    pub fn new_with(
+        device: &D,
+        gauge: &Arc<MemoryGauge>,
+        bytes: u64,
+        what: &str,
+        alloc: impl FnOnce(usize) -> DeviceResult<D::Buffer>,
+    ) -> DeviceResult<Self> {
         let during = || {
             format!(
                 "allocating {what} ({})",
@@ -108,12 +158,18 @@ impl<D: Device> DeviceBuffer<D> {
                 ),
             ));
         }
-        match device.alloc(size) {
-            Ok(buffer) => Ok(DeviceBuffer {
-                buffer,
-                bytes,
-                gauge: gauge.clone(),
-            }),
+        match alloc(size) {
+            Ok(buffer) => {
+                // The driver's figure peaks right after an allocation: read it there.
+                if let Some(in_use) = driver_in_use(device) {
+                    gauge.observe_driver(in_use);
+                }
+                Ok(DeviceBuffer {
+                    buffer,
+                    bytes,
+                    gauge: gauge.clone(),
+                })
+            }
             Err(e) => {
                 gauge.give_back(bytes);
                 Err(e)
@@ -152,5 +208,20 @@ mod tests {
         g.give_back(60);
         assert_eq!((g.used(), g.available(), g.peak()), (40, 60, 100));
         assert!(!g.reserve(u64::MAX), "overflow is refused, not wrapped");
+    }
+
+    #[test]
+    fn driver_figures_keep_the_baseline_and_the_peak() {
+        let g = MemoryGauge::new(100);
+        assert_eq!((g.driver_baseline(), g.driver_peak()), (None, None));
+        g.set_driver_baseline(500);
+        g.observe_driver(700);
+        g.observe_driver(650);
+        assert_eq!(
+            (g.driver_baseline(), g.driver_peak()),
+            (Some(500), Some(700))
+        );
+        g.observe_driver(900);
+        assert_eq!(g.driver_peak(), Some(900));
     }
 }

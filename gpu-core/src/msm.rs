@@ -252,8 +252,8 @@ fn bucket_msm<D: Device, G: DeviceCurve>(
     })?;
     let jac = G::JACOBIAN_BYTES;
     let threads = plan.threads() as u64;
-    let buckets = gpu.alloc(threads * ((1 << plan.window) - 1) * jac, "MSM buckets")?;
-    let results = gpu.alloc(threads * jac, "MSM partial sums")?;
+    let buckets = gpu.scratch(q, threads * ((1 << plan.window) - 1) * jac, "MSM buckets")?;
+    let results = gpu.scratch(q, threads * jac, "MSM partial sums")?;
     ledger.register(
         BackendBuffer::DeviceScratch,
         buckets.bytes() + results.bytes(),
@@ -278,6 +278,10 @@ fn bucket_msm<D: Device, G: DeviceCurve>(
     )?;
     let mut partial = vec![G::Projective::identity(); plan.threads()];
     q.read(results.raw(), 0, bytes_of_mut(&mut partial))?;
+    ledger.release_one(
+        BackendBuffer::DeviceScratch,
+        buckets.bytes() + results.bytes(),
+    );
     Ok(plan.combine(&partial))
 }
 
@@ -298,7 +302,7 @@ fn sum_indexed<D: Device, G: DeviceCurve>(
     let threads = units.min(n.div_ceil(64)).max(1);
     let per = n.div_ceil(threads);
     let threads = n.div_ceil(per);
-    let results = gpu.alloc(threads as u64 * G::JACOBIAN_BYTES, "batch addition sums")?;
+    let results = gpu.scratch(q, threads as u64 * G::JACOBIAN_BYTES, "batch addition sums")?;
     ledger.register(BackendBuffer::DeviceScratch, results.bytes());
     launch_threads(
         q,
@@ -315,6 +319,7 @@ fn sum_indexed<D: Device, G: DeviceCurve>(
     )?;
     let mut partial = vec![G::Projective::identity(); threads];
     q.read(results.raw(), 0, bytes_of_mut(&mut partial))?;
+    ledger.release_one(BackendBuffer::DeviceScratch, results.bytes());
     Ok(partial
         .into_iter()
         .fold(G::Projective::identity(), |a, b| a + b))
@@ -364,7 +369,7 @@ pub fn query_msm<D: Device, G: DeviceCurve>(
                     continue;
                 }
                 let rebase = |v: &[u32]| v.iter().map(|&i| i - start as u32).collect::<Vec<_>>();
-                let buf = gpu.upload(q, &host[start..end], "streamed bases")?;
+                let buf = gpu.upload_scratch(q, &host[start..end], "streamed bases")?;
                 ledger.register(BackendBuffer::DeviceScratch, buf.bytes());
                 total += listed_msm::<D, G>(
                     gpu,
@@ -375,6 +380,7 @@ pub fn query_msm<D: Device, G: DeviceCurve>(
                     &scan.exps[rd],
                     ledger,
                 )?;
+                ledger.release_one(BackendBuffer::DeviceScratch, buf.bytes());
             }
         }
     }
@@ -408,15 +414,17 @@ fn listed_msm<D: Device, G: DeviceCurve>(
     let mut total = G::Projective::identity();
     let per = terms_per_launch(gpu);
     for part in ones.chunks(per * 9) {
-        let buf = gpu.upload(q, part, "indices of ones")?;
+        let buf = gpu.upload_scratch(q, part, "indices of ones")?;
         ledger.register(BackendBuffer::DeviceScratch, buf.bytes());
         total += sum_indexed::<D, G>(gpu, q, bases, &buf, part.len(), ledger)?;
+        ledger.release_one(BackendBuffer::DeviceScratch, buf.bytes());
     }
     for (i, e) in idx.chunks(per).zip(exps.chunks(per)) {
-        let ib = gpu.upload(q, i, "MSM indices")?;
-        let eb = gpu.upload(q, e, "MSM exponents")?;
+        let ib = gpu.upload_scratch(q, i, "MSM indices")?;
+        let eb = gpu.upload_scratch(q, e, "MSM exponents")?;
         ledger.register(BackendBuffer::DeviceScratch, ib.bytes() + eb.bytes());
         total += bucket_msm::<D, G>(gpu, q, bases, Some(&ib), &eb, 0, i.len(), ledger)?;
+        ledger.release_one(BackendBuffer::DeviceScratch, ib.bytes() + eb.bytes());
     }
     Ok(total)
 }
@@ -443,9 +451,10 @@ pub fn dense_msm<D: Device, G: DeviceCurve>(
             let mut total = G::Projective::identity();
             for start in (0..n).step_by(chunk) {
                 let end = (start + chunk).min(n);
-                let buf = gpu.upload(q, &host[start..end], "streamed bases")?;
+                let buf = gpu.upload_scratch(q, &host[start..end], "streamed bases")?;
                 ledger.register(BackendBuffer::DeviceScratch, buf.bytes());
                 total += bucket_msm::<D, G>(gpu, q, &buf, None, exps, start, end - start, ledger)?;
+                ledger.release_one(BackendBuffer::DeviceScratch, buf.bytes());
             }
             Ok(total)
         }

@@ -77,8 +77,8 @@ pub fn ntt<D: Device>(
     for i in 1..32 {
         omegas[i] = omegas[i - 1].square();
     }
-    let pq = gpu.upload(q, &pq, "NTT twiddles")?;
-    let omegas = gpu.upload(q, &omegas, "NTT root powers")?;
+    let pq = gpu.upload_scratch(q, &pq, "NTT twiddles")?;
+    let omegas = gpu.upload_scratch(q, &omegas, "NTT root powers")?;
     let mut log_p = 0;
     while log_p < log_n {
         let deg = max_deg.min(log_n - log_p);
@@ -235,16 +235,15 @@ pub fn quotient<D: Device>(
         return Err(DeviceError::new("H", "the domain is larger than 2^32"));
     }
     let v = n as u64 * FR;
-    let vector = |what| gpu.alloc(v, what);
-    let mut x = vector("H vector")?;
+    let mut x = gpu.scratch(q, v, "H vector")?;
     ledger.register(BackendBuffer::DeviceAbc, v);
-    let mut tmp = vector("H scratch")?;
+    let mut tmp = gpu.scratch(q, v, "H scratch")?;
     ledger.register(BackendBuffer::DeviceAbc, v);
     load(gpu, q, &x, a, n)?;
     to_coset(gpu, q, &mut x, &mut tmp, domain)?;
     let result = match mode {
         NttMode::Resident => {
-            let mut y = vector("H second vector")?;
+            let mut y = gpu.scratch(q, v, "H second vector")?;
             ledger.register(BackendBuffer::DeviceAbc, v);
             load(gpu, q, &y, b, n)?;
             to_coset(gpu, q, &mut y, &mut tmp, domain)?;
@@ -252,6 +251,8 @@ pub fn quotient<D: Device>(
             load(gpu, q, &y, c, n)?;
             to_coset(gpu, q, &mut y, &mut tmp, domain)?;
             sub_div_z(gpu, q, &x, &y, domain)?;
+            drop(y);
+            ledger.release_one(BackendBuffer::DeviceAbc, v);
             x
         }
         NttMode::Split => {
@@ -268,6 +269,8 @@ pub fn quotient<D: Device>(
             // tmp = (a b - c) / Z, then it is the result.
             q.write(tmp.raw(), 0, bytes_of(&host))?;
             sub_div_z(gpu, q, &tmp, &x, domain)?;
+            drop(host);
+            ledger.release_one(BackendBuffer::HostTemp, v);
             std::mem::swap(&mut x, &mut tmp);
             x
         }
@@ -281,5 +284,7 @@ pub fn quotient<D: Device>(
         n,
         &[Arg::Buffer(x.raw()), Arg::U32(n as u32)],
     )?;
+    drop(tmp);
+    ledger.release_one(BackendBuffer::DeviceAbc, v);
     Ok(x)
 }

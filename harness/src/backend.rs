@@ -74,3 +74,62 @@ fn open_cuda(cfg: &RunConfig) -> anyhow::Result<Backends> {
 fn open_cuda(_: &RunConfig) -> anyhow::Result<Backends> {
     anyhow::bail!("this proofline was built without the `cuda` feature")
 }
+
+/// Compiles the CUDA kernels for `sm_{arch}` into the kernel cache without a GPU (NVRTC only),
+/// so that a fleet's provers start without the compile: run it on a build host, copy the cache
+/// folder. Returns the CUBIN's path and whether it was already there.
+#[cfg(feature = "cuda")]
+pub fn cache_cuda_kernels(arch: (i32, i32)) -> anyhow::Result<(std::path::PathBuf, bool)> {
+    let source = gpu_core::KernelSource::new(gpu_core::Limbs::L32);
+    let (_, cached, path) = backend_cuda::nvrtc::cubin_cached(&source, arch).map_err(|e| {
+        anyhow::anyhow!(
+            "compiling the CUDA kernels for sm_{}{}: {e}",
+            arch.0,
+            arch.1
+        )
+    })?;
+    let path = path.ok_or_else(|| {
+        anyhow::anyhow!(
+            "no kernel cache folder: set {} (or HOME)",
+            gpu_core::cache::CACHE_VAR
+        )
+    })?;
+    Ok((path, cached))
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn cache_cuda_kernels(_: (i32, i32)) -> anyhow::Result<(std::path::PathBuf, bool)> {
+    anyhow::bail!("this proofline was built without the `cuda` feature")
+}
+
+/// `sm_90`, `90` or `9.0` as a compute capability.
+pub fn parse_cuda_arch(s: &str) -> Result<(i32, i32), String> {
+    let t = s.trim().trim_start_matches("sm_");
+    let (major, minor) = match t.split_once('.') {
+        Some((a, b)) => (a, b),
+        None if t.len() >= 2 => t.split_at(t.len() - 1),
+        None => ("", ""),
+    };
+    match (major.parse::<i32>(), minor.parse::<i32>()) {
+        (Ok(a), Ok(b)) if (3..=20).contains(&a) && (0..=9).contains(&b) => Ok((a, b)),
+        _ => Err(format!(
+            "`{s}` is not a CUDA architecture (write sm_90, 90 or 9.0)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cuda_arch;
+
+    #[test]
+    fn cuda_architectures_parse_and_nonsense_is_refused() {
+        assert_eq!(parse_cuda_arch("sm_90"), Ok((9, 0)));
+        assert_eq!(parse_cuda_arch("90"), Ok((9, 0)));
+        assert_eq!(parse_cuda_arch("8.6"), Ok((8, 6)));
+        assert_eq!(parse_cuda_arch("sm_100"), Ok((10, 0)));
+        for bad in ["", "sm_", "9", "x0", "sm_9x", "99.99", "-1.0"] {
+            assert!(parse_cuda_arch(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -121,6 +121,22 @@ pub fn print_outcome(o: &PointOutcome) {
         b(r.peak_rss_bytes),
         b(r.baseline_rss_bytes)
     );
+    if let Some(peak) = r.device_peak_bytes {
+        println!(
+            "device memory: ledger peak {} (resident bases and partitions' buffers)",
+            human_bytes(peak)
+        );
+        for d in &r.devices {
+            println!(
+                "device {} memory: allocated peak {}, driver in use {} at open, peak {} ({} above the baseline)",
+                d.name,
+                b(d.allocated_peak_bytes),
+                b(d.driver_baseline_bytes),
+                b(d.driver_peak_bytes),
+                b(d.driver_above_baseline()),
+            );
+        }
+    }
     println!(
         "verified: {}/{} jobs, {} partitions{}",
         r.proofs_verified,

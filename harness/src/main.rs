@@ -81,6 +81,15 @@ enum Cmd {
         #[command(subcommand)]
         cmd: FilecoinCmd,
     },
+    /// Compile the CUDA kernels for an architecture into the kernel cache, without a GPU (NVRTC
+    /// only): run on a build host and copy the cache folder, and provers start without the
+    /// 20-60 s compile. The cache is $PROOFLINE_KERNEL_CACHE, else
+    /// $XDG_CACHE_HOME/proofline/kernels, else ~/.cache/proofline/kernels.
+    Kernels {
+        /// The devices' architecture: sm_90 (H100, H200), sm_89, sm_80...
+        #[arg(long = "cuda-arch", value_parser = harness::backend::parse_cuda_arch)]
+        cuda_arch: (i32, i32),
+    },
     /// Draw report.svg again from a sweep folder (results.json and the timelines).
     Report {
         /// The sweep's output folder.
@@ -174,6 +183,20 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
                     cfg.out.display()
                 );
             }
+            Ok(())
+        }
+        Cmd::Kernels { cuda_arch } => {
+            let t = std::time::Instant::now();
+            let (path, cached) = harness::backend::cache_cuda_kernels(cuda_arch)?;
+            println!(
+                "{} ({})",
+                path.display(),
+                if cached {
+                    "already cached".to_string()
+                } else {
+                    format!("compiled in {:.1} s", t.elapsed().as_secs_f64())
+                }
+            );
             Ok(())
         }
         Cmd::Report { dir } => {

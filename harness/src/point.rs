@@ -79,6 +79,11 @@ pub struct PointResult {
     pub baseline_rss_bytes: Option<u64>,
     /// The ledger's peak of total live bytes.
     pub ledger_peak_bytes: Option<u64>,
+    /// The ledger's peak of device bytes at one moment (resident bases and partitions' device
+    /// buffers, over all devices); absent for backends without device memory and in files
+    /// written before it was reported.
+    #[serde(default)]
+    pub device_peak_bytes: Option<u64>,
     /// Jobs whose every partition proof verified.
     pub proofs_verified: u64,
     /// Jobs that failed or did not verify.
@@ -116,6 +121,7 @@ impl PointResult {
             peak_rss_bytes: None,
             baseline_rss_bytes: None,
             ledger_peak_bytes: None,
+            device_peak_bytes: None,
             proofs_verified: 0,
             proofs_failed: 0,
             partitions_verified: 0,
@@ -147,6 +153,36 @@ pub struct DevicePoint {
     pub retried: u64,
     /// False if it was taken out of service.
     pub in_service: bool,
+    /// The most bytes the backend had allocated on it at one moment.
+    #[serde(default)]
+    pub allocated_peak_bytes: Option<u64>,
+    /// Bytes the driver reported in use when the backend opened it (CUDA; not OpenCL).
+    #[serde(default)]
+    pub driver_baseline_bytes: Option<u64>,
+    /// The most bytes the driver reported in use, read after each allocation.
+    #[serde(default)]
+    pub driver_peak_bytes: Option<u64>,
+}
+
+impl DevicePoint {
+    /// A device's engine figures with its memory figures (where its backend reports them).
+    fn new(d: &prover_core::DeviceStats, memory: &[prover_core::DeviceMemory]) -> Self {
+        let m = memory.iter().find(|m| m.device == d.device);
+        DevicePoint {
+            allocated_peak_bytes: m.map(|m| m.allocated_peak),
+            driver_baseline_bytes: m.and_then(|m| m.driver_baseline),
+            driver_peak_bytes: m.and_then(|m| m.driver_peak),
+            ..DevicePoint::from(d)
+        }
+    }
+
+    /// What the driver saw in use at its peak beyond its baseline.
+    pub fn driver_above_baseline(&self) -> Option<u64> {
+        Some(
+            self.driver_peak_bytes?
+                .saturating_sub(self.driver_baseline_bytes?),
+        )
+    }
 }
 
 impl From<&prover_core::DeviceStats> for DevicePoint {
@@ -160,6 +196,9 @@ impl From<&prover_core::DeviceStats> for DevicePoint {
             failures: d.failures,
             retried: d.retried,
             in_service: d.in_service,
+            allocated_peak_bytes: None,
+            driver_baseline_bytes: None,
+            driver_peak_bytes: None,
         }
     }
 }
@@ -393,6 +432,7 @@ pub fn run_jobs(
     let jobs = n_jobs as f64;
     // A throughput is only a throughput if the proofs are good.
     let timed = |v: f64| (proofs_failed == 0).then_some(v);
+    let memory = backend.device_memory();
     let stage_peaks = peaks(Stage::ALL.iter().map(|s| (s.name(), snap.stage(*s))));
     let buffer_peaks = peaks(BufferKind::ALL.iter().map(|k| (k.name(), snap.kind(*k))));
     let result = PointResult {
@@ -412,11 +452,16 @@ pub fn run_jobs(
         peak_rss_bytes: peak_rss(),
         baseline_rss_bytes: baseline,
         ledger_peak_bytes: Some(snap.total_bytes.peak),
+        device_peak_bytes: (!memory.is_empty()).then_some(snap.device_total.peak),
         proofs_verified,
         proofs_failed,
         partitions_verified,
         accelerator_busy_fraction: Some(stats.mean_accelerator_busy()),
-        devices: stats.devices.iter().map(DevicePoint::from).collect(),
+        devices: stats
+            .devices
+            .iter()
+            .map(|d| DevicePoint::new(d, &memory))
+            .collect(),
         fallback_partitions: stats.fallback_partitions,
         stage_peaks,
         buffer_peaks,

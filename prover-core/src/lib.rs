@@ -51,8 +51,8 @@ pub use plan::{MsmTerm, QueryPlan};
 pub use proof::Proof;
 pub use prove::{prove, prove_with_randomness, Stages};
 pub use stages::{
-    assemble, AcceleratorSums, AcceleratorWorker, Finalizer, FinishedPartition, GpuBackend,
-    HandBack, PendingProof, PreparedParameters, Randomness, StepTime,
+    assemble, AcceleratorSums, AcceleratorWorker, DeviceMemory, Finalizer, FinishedPartition,
+    GpuBackend, HandBack, PendingProof, PreparedParameters, Randomness, StepTime,
 };
 pub use synthesize::{
     circuit_size, CircuitSize, CpuSynthesizer, Evaluations, PartitionShape, SynthesizedPartition,

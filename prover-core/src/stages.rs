@@ -163,6 +163,13 @@ pub trait GpuBackend: Send + Sync {
         Vec::new()
     }
 
+    /// Per device: the most bytes the backend had allocated at once, and what the driver
+    /// reported in use (its baseline when the backend opened, and its peak, read after each
+    /// allocation), where the API can tell; empty for backends without device memory.
+    fn device_memory(&self) -> Vec<DeviceMemory> {
+        Vec::new()
+    }
+
     /// A worker context for `device` (its stream, pinned staging, device scratch), created once
     /// on the thread that will use it; `slot` numbers the workers of one device.
     fn worker(&self, device: usize, slot: usize) -> Result<Box<dyn AcceleratorWorker>>;
@@ -177,6 +184,28 @@ pub struct StepTime {
     pub count: u64,
     /// Seconds, summed.
     pub seconds: f64,
+}
+
+/// One device's memory as its backend and its driver saw it (see
+/// [`GpuBackend::device_memory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceMemory {
+    /// The device's ordinal.
+    pub device: usize,
+    /// The most bytes the backend had allocated on it at one moment.
+    pub allocated_peak: u64,
+    /// Bytes the driver reported in use when the backend opened the device (its context and
+    /// kernels, other processes), where the API can tell (CUDA; not OpenCL).
+    pub driver_baseline: Option<u64>,
+    /// The most bytes the driver reported in use, read after each allocation.
+    pub driver_peak: Option<u64>,
+}
+
+impl DeviceMemory {
+    /// What the driver saw in use at its peak beyond its baseline.
+    pub fn driver_above_baseline(&self) -> Option<u64> {
+        Some(self.driver_peak?.saturating_sub(self.driver_baseline?))
+    }
 }
 
 /// One accelerator worker: owns its context, so the hot path takes no lock.

@@ -153,12 +153,13 @@ pub fn points_csv(points: &[PointResult]) -> String {
         "pw,status,signal,seconds_per_proof (s),proofs_per_minute (1/min),seconds_per_partition (s),\
          wall_seconds (s),params_load_seconds (s),peak_rss_bytes (B),baseline_rss_bytes (B),\
          ledger_peak_bytes (B),proofs_verified (jobs),proofs_failed (jobs),partitions_verified,\
-         accelerator_busy_fraction,device_busy_fractions,fallback_partitions\n",
+         accelerator_busy_fraction,device_busy_fractions,fallback_partitions,\
+         device_peak_bytes (B),driver_device_bytes (B)\n",
     );
     for p in points {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             p.pw,
             p.status.name(),
             opt(p.signal),
@@ -176,6 +177,8 @@ pub fn points_csv(points: &[PointResult]) -> String {
             opt(p.accelerator_busy_fraction),
             device_busy(p, ";"),
             p.fallback_partitions,
+            opt(p.device_peak_bytes),
+            opt(driver_device_bytes(p)),
         );
     }
     s
@@ -193,10 +196,22 @@ fn device_busy(p: &PointResult, sep: &str) -> String {
         .join(sep)
 }
 
+/// The driver's figure above its baseline, summed over devices (`None` unless every device
+/// reported one).
+fn driver_device_bytes(p: &PointResult) -> Option<u64> {
+    if p.devices.is_empty() {
+        return None;
+    }
+    p.devices
+        .iter()
+        .map(|d| d.driver_above_baseline())
+        .sum::<Option<u64>>()
+}
+
 /// The summary table printed at the end of a sweep.
 pub fn table(points: &[PointResult]) -> String {
     let mut s = format!(
-        "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5} {:>11}\n",
+        "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5} {:>11} {:>10} {:>10}\n",
         "pw",
         "status",
         "s/proof",
@@ -208,7 +223,9 @@ pub fn table(points: &[PointResult]) -> String {
         "diff",
         "verified",
         "busy",
-        "device busy"
+        "device busy",
+        "dev peak",
+        "dev driver"
     );
     for p in points {
         let rss_delta = match (p.peak_rss_bytes, p.baseline_rss_bytes) {
@@ -229,7 +246,7 @@ pub fn table(points: &[PointResult]) -> String {
         };
         let _ = writeln!(
             s,
-            "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5} {:>11}",
+            "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5} {:>11} {:>10} {:>10}",
             p.pw,
             status,
             f(p.seconds_per_proof, 2),
@@ -246,6 +263,8 @@ pub fn table(points: &[PointResult]) -> String {
             ),
             f(p.accelerator_busy_fraction, 2),
             device_busy(p, "/"),
+            b(p.device_peak_bytes),
+            b(driver_device_bytes(p)),
         );
         // A point that did not succeed says why, under its row.
         if p.status != PointStatus::Ok {

@@ -54,4 +54,10 @@ impl BackendBuffers<'_> {
     pub fn release(&mut self, kind: BackendBuffer) {
         self.token.release(kind.into());
     }
+
+    /// Releases one buffer of `kind` of `bytes`, freed before the stage ends (so the ledger
+    /// follows a buffer's real lifetime, not the stage's).
+    pub fn release_one(&mut self, kind: BackendBuffer, bytes: u64) {
+        self.token.release_one(kind.into(), bytes);
+    }
 }

@@ -176,6 +176,8 @@ struct Inner {
     kinds: [Pair; 8],
     total_bytes: Gauge,
     device_bytes: Gauge,
+    /// Every device byte: partitions' and resident entries'.
+    device_total: Gauge,
     resident: [Pair; resident::KINDS],
     /// Partitions in `Synthesizing` or `AwaitingAccelerator`: its own gauge, so that its peak is
     /// the exact maximum of the sum (two stage peaks need not coincide).
@@ -213,6 +215,10 @@ pub struct Snapshot {
     pub total_bytes: Level,
     /// Total live device bytes of partitions, and its peak at one moment.
     pub device_bytes: Level,
+    /// Every device byte the ledger knows (partitions' buffers and resident entries such as
+    /// uploaded bases), and its peak at one moment: what the driver should report in use
+    /// beyond its own baseline.
+    pub device_total: Level,
     /// Per resident kind, in [`ResidentKind::ALL`] order: entries and bytes.
     pub resident: [Usage; resident::KINDS],
     /// Partitions in `Synthesizing` or `AwaitingAccelerator` (the ones a synthesis-permit
@@ -260,6 +266,7 @@ impl Snapshot {
     pub fn is_balanced(&self) -> bool {
         self.total_bytes.live == 0
             && self.device_bytes.live == 0
+            && self.device_total.live == self.resident_bytes(Memory::Device)
             && self.stage_device_bytes.iter().all(|l| l.live == 0)
             && self.pre_accelerator.live == 0
             && self
@@ -370,6 +377,7 @@ impl StageLedger {
             kinds: std::array::from_fn(|i| usage(&self.inner.kinds[i])),
             total_bytes: self.inner.total_bytes.read(),
             device_bytes: self.inner.device_bytes.read(),
+            device_total: self.inner.device_total.read(),
             resident: std::array::from_fn(|i| usage(&self.inner.resident[i])),
             pre_accelerator: self.inner.pre_accelerator.read(),
         }
@@ -447,17 +455,36 @@ impl PartitionToken {
         let (stage, total) = self.gauges(self.stage, kind.memory());
         stage.add(bytes);
         total.add(bytes);
+        if kind.memory() == Memory::Device {
+            self.inner.device_total.add(bytes);
+        }
     }
 
     /// Releases every buffer of `kind` this partition holds.
     pub fn release(&mut self, kind: BufferKind) {
+        let (count, bytes) = self.held[kind as usize];
+        self.remove(kind, count, bytes);
+    }
+
+    /// Releases one buffer of `kind` of `bytes` (freed before its stage ends), never more than
+    /// the partition holds of that kind.
+    pub fn release_one(&mut self, kind: BufferKind, bytes: u64) {
+        let (count, held) = self.held[kind as usize];
+        self.remove(kind, count.min(1), bytes.min(held));
+    }
+
+    fn remove(&mut self, kind: BufferKind, count: u64, bytes: u64) {
         let k = kind as usize;
-        let (count, bytes) = std::mem::take(&mut self.held[k]);
+        self.held[k].0 -= count;
+        self.held[k].1 -= bytes;
         self.inner.kinds[k].count.sub(count);
         self.inner.kinds[k].bytes.sub(bytes);
         let (stage, total) = self.gauges(self.stage, kind.memory());
         stage.sub(bytes);
         total.sub(bytes);
+        if kind.memory() == Memory::Device {
+            self.inner.device_total.sub(bytes);
+        }
     }
 
     /// The narrow handle a backend registers its own buffers through.

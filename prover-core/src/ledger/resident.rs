@@ -70,6 +70,9 @@ impl ResidentToken {
         let pair = &inner.resident[kind as usize];
         pair.count.add(1);
         pair.bytes.add(bytes);
+        if kind.memory() == Memory::Device {
+            inner.device_total.add(bytes);
+        }
         tracing::debug!(kind = kind.name(), bytes, "ledger: resident entry");
         ResidentToken { inner, kind, bytes }
     }
@@ -90,6 +93,9 @@ impl Drop for ResidentToken {
         let pair = &self.inner.resident[self.kind as usize];
         pair.count.sub(1);
         pair.bytes.sub(self.bytes);
+        if self.kind.memory() == Memory::Device {
+            self.inner.device_total.sub(self.bytes);
+        }
     }
 }
 
@@ -114,6 +120,54 @@ mod tests {
         let s = ledger.snapshot();
         assert_eq!(s.resident_bytes(Memory::Device), 0);
         assert_eq!(s.resident(ResidentKind::DeviceBases).bytes.peak, 1000);
+    }
+
+    #[test]
+    fn one_buffer_is_released_before_its_stage_ends_and_never_more_than_held() {
+        let ledger = StageLedger::new();
+        let mut t = ledger.enter(Stage::OnAccelerator, 0, 0);
+        let mut b = t.backend_buffers();
+        b.register(BackendBuffer::DeviceScratch, 100);
+        b.register(BackendBuffer::DeviceScratch, 30);
+        b.release_one(BackendBuffer::DeviceScratch, 100);
+        let s = ledger.snapshot();
+        let scratch = s.kind(BufferKind::DeviceScratch);
+        assert_eq!((scratch.count.live, scratch.bytes.live), (1, 30));
+        assert_eq!((s.device_bytes.live, s.device_total.live), (30, 30));
+        assert_eq!(scratch.bytes.peak, 130);
+        // More than is held releases what is held, and the gauges stay balanced.
+        t.backend_buffers()
+            .release_one(BackendBuffer::DeviceScratch, 1000);
+        t.backend_buffers()
+            .release_one(BackendBuffer::DeviceScratch, 1);
+        let s = ledger.snapshot();
+        assert_eq!(s.kind(BufferKind::DeviceScratch).count.live, 0);
+        assert_eq!(s.device_total.live, 0);
+        drop(t);
+        assert!(ledger.snapshot().is_balanced());
+    }
+
+    #[test]
+    fn device_total_counts_resident_and_partition_device_bytes_at_one_moment() {
+        let ledger = StageLedger::new();
+        let bases = ledger.resident(ResidentKind::DeviceBases, 1000);
+        let _pool = ledger.resident(ResidentKind::PinnedPool, 64);
+        let mut t = ledger.enter(Stage::OnAccelerator, 0, 0);
+        t.register(BufferKind::Aux, 10);
+        t.backend_buffers()
+            .register(BackendBuffer::DeviceScratch, 300);
+        // Host bytes (the pool, the witness) are not device bytes.
+        assert_eq!(ledger.snapshot().device_total.live, 1300);
+        t.release_backend_buffers();
+        t.backend_buffers().register(BackendBuffer::DeviceAbc, 200);
+        let s = ledger.snapshot();
+        // The peak is of the sum at one moment, not the sum of the parts' peaks (1500).
+        assert_eq!((s.device_total.live, s.device_total.peak), (1200, 1300));
+        drop(t);
+        drop(bases);
+        let s = ledger.snapshot();
+        assert_eq!((s.device_total.live, s.device_total.peak), (0, 1300));
+        assert!(s.is_balanced());
     }
 
     #[test]
