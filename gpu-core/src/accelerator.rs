@@ -16,7 +16,7 @@ use prover_core::{
 use crate::context::GpuDevice;
 use crate::device::{Device, DeviceCopy, DeviceError, DeviceResult, Queue};
 use crate::fault::Faults;
-use crate::memory::{driver_in_use, DeviceBuffer, MemoryGauge};
+use crate::memory::{driver_in_use, free_counted, DeviceBuffer, MemoryGauge};
 use crate::msm::{dense_msm, query_msm, Bases, Scan};
 use crate::ntt::{quotient, NttMode};
 use crate::profile::Profile;
@@ -328,8 +328,7 @@ impl<D: Device> GpuWorker<D> {
                 ledger,
             )
         })?;
-        ledger.release_one(BackendBuffer::DeviceAbc, exps.bytes());
-        drop(exps);
+        free_counted(ledger, BackendBuffer::DeviceAbc, [exps]);
         let w = &partition.witness;
         let mut scan_seconds = 0.0;
         let mut scan = |terms: &[&prover_core::MsmTerm], ledger: &mut BackendBuffers<'_>| {

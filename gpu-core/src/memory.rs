@@ -6,6 +6,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use prover_core::ledger::{BackendBuffer, BackendBuffers};
+
 use crate::device::{Device, DeviceError, DeviceResult};
 
 /// The bytes the layer may use on one device, and how many it uses now; beside them, what the
@@ -186,6 +188,19 @@ impl<D: Device> DeviceBuffer<D> {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+}
+
+/// Frees `buffers`, registered in `ledger` as one entry of `kind` of their summed bytes, then
+/// releases that entry: freed first, so the ledger never counts fewer bytes than are allocated
+/// (another worker may allocate in between).
+pub fn free_counted<D: Device, const N: usize>(
+    ledger: &mut BackendBuffers<'_>,
+    kind: BackendBuffer,
+    buffers: [DeviceBuffer<D>; N],
+) {
+    let bytes = buffers.iter().map(DeviceBuffer::bytes).sum();
+    drop(buffers);
+    ledger.release_one(kind, bytes);
 }
 
 impl<D: Device> Drop for DeviceBuffer<D> {

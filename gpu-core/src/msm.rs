@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use crate::context::{launch_threads, GpuDevice};
 use crate::device::{bytes_of_mut, Arg, Device, DeviceCopy, DeviceError, DeviceResult, Queue};
-use crate::memory::DeviceBuffer;
+use crate::memory::{free_counted, DeviceBuffer};
 
 /// Exponent bits the kernels read (Fr's limbs).
 const EXP_BITS: usize = 256;
@@ -278,10 +278,7 @@ fn bucket_msm<D: Device, G: DeviceCurve>(
     )?;
     let mut partial = vec![G::Projective::identity(); plan.threads()];
     q.read(results.raw(), 0, bytes_of_mut(&mut partial))?;
-    ledger.release_one(
-        BackendBuffer::DeviceScratch,
-        buckets.bytes() + results.bytes(),
-    );
+    free_counted(ledger, BackendBuffer::DeviceScratch, [buckets, results]);
     Ok(plan.combine(&partial))
 }
 
@@ -319,7 +316,7 @@ fn sum_indexed<D: Device, G: DeviceCurve>(
     )?;
     let mut partial = vec![G::Projective::identity(); threads];
     q.read(results.raw(), 0, bytes_of_mut(&mut partial))?;
-    ledger.release_one(BackendBuffer::DeviceScratch, results.bytes());
+    free_counted(ledger, BackendBuffer::DeviceScratch, [results]);
     Ok(partial
         .into_iter()
         .fold(G::Projective::identity(), |a, b| a + b))
@@ -380,7 +377,7 @@ pub fn query_msm<D: Device, G: DeviceCurve>(
                     &scan.exps[rd],
                     ledger,
                 )?;
-                ledger.release_one(BackendBuffer::DeviceScratch, buf.bytes());
+                free_counted(ledger, BackendBuffer::DeviceScratch, [buf]);
             }
         }
     }
@@ -417,14 +414,14 @@ fn listed_msm<D: Device, G: DeviceCurve>(
         let buf = gpu.upload_scratch(q, part, "indices of ones")?;
         ledger.register(BackendBuffer::DeviceScratch, buf.bytes());
         total += sum_indexed::<D, G>(gpu, q, bases, &buf, part.len(), ledger)?;
-        ledger.release_one(BackendBuffer::DeviceScratch, buf.bytes());
+        free_counted(ledger, BackendBuffer::DeviceScratch, [buf]);
     }
     for (i, e) in idx.chunks(per).zip(exps.chunks(per)) {
         let ib = gpu.upload_scratch(q, i, "MSM indices")?;
         let eb = gpu.upload_scratch(q, e, "MSM exponents")?;
         ledger.register(BackendBuffer::DeviceScratch, ib.bytes() + eb.bytes());
         total += bucket_msm::<D, G>(gpu, q, bases, Some(&ib), &eb, 0, i.len(), ledger)?;
-        ledger.release_one(BackendBuffer::DeviceScratch, ib.bytes() + eb.bytes());
+        free_counted(ledger, BackendBuffer::DeviceScratch, [ib, eb]);
     }
     Ok(total)
 }
@@ -454,7 +451,7 @@ pub fn dense_msm<D: Device, G: DeviceCurve>(
                 let buf = gpu.upload_scratch(q, &host[start..end], "streamed bases")?;
                 ledger.register(BackendBuffer::DeviceScratch, buf.bytes());
                 total += bucket_msm::<D, G>(gpu, q, &buf, None, exps, start, end - start, ledger)?;
-                ledger.release_one(BackendBuffer::DeviceScratch, buf.bytes());
+                free_counted(ledger, BackendBuffer::DeviceScratch, [buf]);
             }
             Ok(total)
         }

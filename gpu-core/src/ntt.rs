@@ -15,7 +15,7 @@ use prover_core::Domain;
 
 use crate::context::{launch_threads, GpuDevice};
 use crate::device::{bytes_of, bytes_of_mut, Arg, Device, DeviceError, DeviceResult, Queue};
-use crate::memory::DeviceBuffer;
+use crate::memory::{free_counted, DeviceBuffer};
 
 const MAX_LOG2_RADIX: u32 = 8;
 const MAX_LOG2_GROUP: u32 = 7;
@@ -251,8 +251,7 @@ pub fn quotient<D: Device>(
             load(gpu, q, &y, c, n)?;
             to_coset(gpu, q, &mut y, &mut tmp, domain)?;
             sub_div_z(gpu, q, &x, &y, domain)?;
-            drop(y);
-            ledger.release_one(BackendBuffer::DeviceAbc, v);
+            free_counted(ledger, BackendBuffer::DeviceAbc, [y]);
             x
         }
         NttMode::Split => {
@@ -284,7 +283,6 @@ pub fn quotient<D: Device>(
         n,
         &[Arg::Buffer(x.raw()), Arg::U32(n as u32)],
     )?;
-    drop(tmp);
-    ledger.release_one(BackendBuffer::DeviceAbc, v);
+    free_counted(ledger, BackendBuffer::DeviceAbc, [tmp]);
     Ok(x)
 }

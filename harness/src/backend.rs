@@ -48,18 +48,8 @@ fn open_opencl(_: &RunConfig) -> anyhow::Result<Backends> {
     anyhow::bail!("this proofline was built without the `opencl` feature")
 }
 
-/// Set to `1` to run the CUDA backend before it is validated on hardware at this version.
-pub const CUDA_EXPERIMENTAL_VAR: &str = "PROOFLINE_CUDA_EXPERIMENTAL";
-
 #[cfg(feature = "cuda")]
 fn open_cuda(cfg: &RunConfig) -> anyhow::Result<Backends> {
-    // The CUDA backend's last H200 run found wrong quotients from 2^13 constraints on (fixed
-    // since, not yet re-run there): it is not offered as a prover until a run confirms it.
-    if std::env::var(CUDA_EXPERIMENTAL_VAR).map_or(true, |v| v != "1") {
-        anyhow::bail!(
-            "the CUDA backend is experimental: its fix for partitions of 2^13 constraints and more has not been validated on a GPU yet (docs/gpu.md); set {CUDA_EXPERIMENTAL_VAR}=1 to run it anyway (every proof is still verified), or use --backend opencl"
-        );
-    }
     let backend = backend_cuda::open(backend_cuda::CudaOptions {
         mem_limit: cfg.gpu_mem_limit,
         faults: None,

@@ -9,19 +9,21 @@
 //! - `filecoin seal`: a random sector sealed through C1 by filecoin-proofs (C1 output in both
 //!   forms, and sector.json).
 //! - `c2`: the PoRep C2 of a C1 output through the engine, checked by `verify_seal`.
+//! - `kernels --cuda-arch sm_90`: the CUDA kernels compiled into the kernel cache (no GPU).
+//! - `report DIR`: a sweep's report.svg drawn again.
 //!
-//! Only the CPU backend exists so far, so no backend feature is passed to the build; the GPU
-//! backends' features will be chosen from `--backend` when they arrive.
+//! The binary is built with its default features (the CPU, OpenCL and CUDA backends: the GPU
+//! APIs are loaded at run time, so nothing GPU is needed to build); `--backend` picks one.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask sweep [--pw 10..15] [options]   (cargo xtask sweep --help)\n       cargo xtask prove [--pw N] [options]     (cargo xtask prove --help)\n       cargo xtask filecoin seal --sector-size 2KiB --out DIR\n       cargo xtask c2 --c1 DIR/c1.json [--out proof.bin] (cargo xtask c2 --help)";
+const USAGE: &str = "usage: cargo xtask sweep [--pw 10..15] [options]   (cargo xtask sweep --help)\n       cargo xtask prove [--pw N] [options]     (cargo xtask prove --help)\n       cargo xtask filecoin seal --sector-size 2KiB --out DIR\n       cargo xtask c2 --c1 DIR/c1.json [--out proof.bin] (cargo xtask c2 --help)\n       cargo xtask kernels --cuda-arch sm_90\n       cargo xtask report DIR";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("prove" | "sweep" | "c2" | "filecoin") => {}
+        Some("prove" | "sweep" | "c2" | "filecoin" | "kernels" | "report") => {}
         Some("-h" | "--help") | None => {
             eprintln!("{USAGE}");
             return if args.is_empty() {
