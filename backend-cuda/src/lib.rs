@@ -57,21 +57,11 @@ pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
             CudaDevice::open(ordinal, cubin, cached, nvrtc).map_err(|e| fail(e.to_string()))?,
         );
     }
-    let faults = match options.faults {
-        Some(f) => f,
-        None => Faults::from_env().map_err(|detail| prover_core::Error::InvalidConfig {
-            what: "fault injection",
-            detail,
-        })?,
-    };
     Ok(GpuAccelerator::new(
         "cuda",
         devices,
         &source.names,
-        GpuOptions {
-            mem_limit: options.mem_limit,
-            faults,
-        },
+        GpuOptions::from_env(options.mem_limit, options.faults)?,
     ))
 }
 

@@ -47,21 +47,11 @@ pub fn open(options: OpenClOptions) -> prover_core::Result<OpenClBackend> {
         .iter()
         .map(|f| OpenClDevice::open(f, &source).map_err(|e| backend_err(e.to_string())))
         .collect::<prover_core::Result<Vec<_>>>()?;
-    let faults = match options.faults {
-        Some(f) => f,
-        None => Faults::from_env().map_err(|detail| prover_core::Error::InvalidConfig {
-            what: "fault injection",
-            detail,
-        })?,
-    };
     Ok(GpuAccelerator::new(
         "opencl",
         devices,
         &source.names,
-        GpuOptions {
-            mem_limit: options.mem_limit,
-            faults,
-        },
+        GpuOptions::from_env(options.mem_limit, options.faults)?,
     ))
 }
 

@@ -7,7 +7,9 @@
 //! Sizes: `PROOFLINE_GPU_BENCH=full` takes the GPU machine's (NTT 2^20..2^24, G1 2^16..2^24,
 //! G2 2^16..2^22); otherwise small ones. In test mode (`cargo test --benches`) only the smallest
 //! of each runs. `PROOFLINE_GPU_BENCH_API=cuda` (or `opencl`) benches one API only. A missing
-//! API is skipped with the reason printed (OpenCL fails instead under `CI=true`).
+//! API is skipped with the reason printed (OpenCL fails instead under `CI=true`). Each MSM runs
+//! with both MSM kernels (`stock`: `{api}_msm_*`; `sorted`: `{api}_sorted_msm_*`), or the one
+//! `PROOFLINE_GPU_BENCH_MSM=stock|sorted` names.
 
 use std::time::Duration;
 
@@ -15,7 +17,7 @@ use blstrs::{G1Affine, G2Affine, Scalar};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ff::Field;
 use gpu_core::device::Device;
-use gpu_core::msm::{dense_msm, query_msm, Bases, DeviceCurve, Scan};
+use gpu_core::msm::{dense_msm, query_msm, Bases, DeviceCurve, MsmKernel, Scan};
 use gpu_core::ntt::ntt;
 use gpu_core::{GpuDevice, Queue};
 use proofline_benches::{g1_bases, g2_bases, random_scalars};
@@ -60,6 +62,18 @@ fn wanted(api: &str) -> bool {
     std::env::var("PROOFLINE_GPU_BENCH_API").map_or(true, |v| v == api)
 }
 
+/// The MSM kernels to bench, with their names' prefix.
+fn kernels() -> Vec<(MsmKernel, &'static str)> {
+    let all = [(MsmKernel::Stock, ""), (MsmKernel::Sorted, "sorted_")];
+    match std::env::var("PROOFLINE_GPU_BENCH_MSM") {
+        Ok(v) => {
+            let k = MsmKernel::parse(&v).unwrap_or_else(|e| panic!("PROOFLINE_GPU_BENCH_MSM: {e}"));
+            all.into_iter().filter(|(x, _)| *x == k).collect()
+        }
+        Err(_) => all.to_vec(),
+    }
+}
+
 fn group<'a>(
     c: &'a mut Criterion,
     name: String,
@@ -97,6 +111,7 @@ fn bench_dense<D: Device, G: DeviceCurve>(
     gpu: &GpuDevice<D>,
     sizes: &[u32],
     bases: &[G],
+    kernel: MsmKernel,
 ) {
     let mut q = gpu.device.queue().expect("a queue");
     let n_max = bases.len();
@@ -112,8 +127,16 @@ fn bench_dense<D: Device, G: DeviceCurve>(
         g.bench_function(BenchmarkId::from_parameter(k), |b| {
             b.iter(|| {
                 let at = Bases::Resident(&bases_buf);
-                dense_msm::<D, G>(gpu, &mut q, at, &exps_buf, n, &mut token.backend_buffers())
-                    .unwrap()
+                dense_msm::<D, G>(
+                    gpu,
+                    &mut q,
+                    at,
+                    &exps_buf,
+                    n,
+                    kernel,
+                    &mut token.backend_buffers(),
+                )
+                .unwrap()
             })
         });
     }
@@ -141,16 +164,17 @@ fn bits_witness(n: usize) -> Witness {
 
 fn bench_bits<D: Device>(
     c: &mut Criterion,
-    api: &str,
+    name: String,
     gpu: &GpuDevice<D>,
     sizes: &[u32],
     bases: &[G1Affine],
+    kernel: MsmKernel,
 ) {
     let mut q = gpu.device.queue().expect("a queue");
     let bases_buf = gpu.upload(&mut q, bases, "bases").unwrap();
     let ledger = StageLedger::new();
     let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
-    let mut g = group(c, format!("{api}_msm_g1_porep_bits"));
+    let mut g = group(c, name);
     for &k in sizes {
         let n = 1usize << k;
         let w = bits_witness(n);
@@ -164,8 +188,15 @@ fn bench_bits<D: Device>(
             b.iter(|| {
                 let scan = Scan::new([&term], &w).unwrap();
                 let at = Bases::Resident(&bases_buf);
-                query_msm::<D, G1Affine>(gpu, &mut q, at, &scan, &mut token.backend_buffers())
-                    .unwrap()
+                query_msm::<D, G1Affine>(
+                    gpu,
+                    &mut q,
+                    at,
+                    &scan,
+                    kernel,
+                    &mut token.backend_buffers(),
+                )
+                .unwrap()
             })
         });
     }
@@ -177,12 +208,17 @@ fn bench_device<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>) {
     bench_ntt(c, api, gpu, &s.ntt);
     if let Some(&max) = s.g1.iter().max() {
         let g1 = g1_bases(1 << max);
-        bench_dense(c, format!("{api}_msm_g1"), gpu, &s.g1, &g1);
-        bench_bits(c, api, gpu, &s.g1, &g1);
+        for (k, pre) in kernels() {
+            bench_dense(c, format!("{api}_{pre}msm_g1"), gpu, &s.g1, &g1, k);
+            let name = format!("{api}_{pre}msm_g1_porep_bits");
+            bench_bits(c, name, gpu, &s.g1, &g1, k);
+        }
     }
     if let Some(&max) = s.g2.iter().max() {
         let g2: Vec<G2Affine> = g2_bases(1 << max);
-        bench_dense(c, format!("{api}_msm_g2"), gpu, &s.g2, &g2);
+        for (k, pre) in kernels() {
+            bench_dense(c, format!("{api}_{pre}msm_g2"), gpu, &s.g2, &g2, k);
+        }
     }
 }
 

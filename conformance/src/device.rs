@@ -10,7 +10,7 @@ use backend_cpu::CpuBackend;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::{Field, PrimeField};
 use gpu_core::device::{bytes_of_mut, Device};
-use gpu_core::msm::{query_msm, Bases, Scan};
+use gpu_core::msm::{query_msm, Bases, MsmKernel, Scan};
 use gpu_core::ntt::{ntt, quotient, NttMode};
 pub use gpu_core::Faults;
 use gpu_core::{GpuDevice, Queue};
@@ -162,6 +162,7 @@ fn check_msm<D: Device, G, P, R: rand::RngCore>(
     gpu: &GpuDevice<D>,
     rng: &mut R,
     stream: bool,
+    kernel: MsmKernel,
     point: impl Fn(&mut R, bool) -> G,
 ) where
     G: gpu_core::msm::DeviceCurve<Projective = P>
@@ -201,11 +202,16 @@ fn check_msm<D: Device, G, P, R: rand::RngCore>(
                     Some(r) => Bases::Resident(r),
                     None => Bases::Streamed(&bases[..]),
                 };
-                query_msm::<D, G>(gpu, &mut q, at, scan, &mut token.backend_buffers())
-                    .unwrap_or_else(|e| panic!("{} n {n} {mix:?}: {e}", G::NAME))
+                query_msm::<D, G>(gpu, &mut q, at, scan, kernel, &mut token.backend_buffers())
+                    .unwrap_or_else(|e| panic!("{} {kernel:?} n {n} {mix:?}: {e}", G::NAME))
             };
             let got = run(&scan);
-            assert_eq!(got, want, "{} n {n} {mix:?} stream {stream}", G::NAME);
+            assert_eq!(
+                got,
+                want,
+                "{} {kernel:?} n {n} {mix:?} stream {stream}",
+                G::NAME
+            );
             // Negative twin: one changed nonzero scalar changes the sum.
             if let Some(j) = (0..n).find(|&j| {
                 density.get(j)
@@ -233,26 +239,28 @@ fn density_rank(d: &Density, j: usize) -> usize {
 /// chunk: the 3000-term MSMs take several chunks.
 pub const STREAM_LIMIT: u64 = 320 << 10;
 
-/// G1 and G2 MSMs on `gpu` equal the CPU backend's: zeros, ones, mixed and dense scalars, an
+/// G1 and G2 MSMs on `gpu`, with each MSM kernel, equal the CPU backend's: zeros, ones, mixed and dense scalars, an
 /// unused variable in three, repeated bases with an identity among them, 1 to 3000 terms; the
 /// bases resident, or (`stream`) streamed from the host in chunks. A changed scalar changes the
 /// sum. With `stream`, give the device a limit of [`STREAM_LIMIT`].
 pub fn check_msms<D: Device>(gpu: &GpuDevice<D>, stream: bool) {
     let mut rng = rand::thread_rng();
-    check_msm(gpu, &mut rng, stream, |r, zero| {
-        if zero {
-            G1Affine::identity()
-        } else {
-            G1Projective::random(r).to_affine()
-        }
-    });
-    check_msm(gpu, &mut rng, stream, |r, zero| {
-        if zero {
-            G2Affine::identity()
-        } else {
-            G2Projective::random(r).to_affine()
-        }
-    });
+    for kernel in [MsmKernel::Stock, MsmKernel::Sorted] {
+        check_msm(gpu, &mut rng, stream, kernel, |r, zero| {
+            if zero {
+                G1Affine::identity()
+            } else {
+                G1Projective::random(r).to_affine()
+            }
+        });
+        check_msm(gpu, &mut rng, stream, kernel, |r, zero| {
+            if zero {
+                G2Affine::identity()
+            } else {
+                G2Projective::random(r).to_affine()
+            }
+        });
+    }
 }
 
 /// Six partitions through the engine on `backend` (one worker, the CPU as fallback): every

@@ -17,7 +17,7 @@ use crate::context::GpuDevice;
 use crate::device::{Device, DeviceCopy, DeviceError, DeviceResult, Queue};
 use crate::fault::Faults;
 use crate::memory::{driver_in_use, free_counted, DeviceBuffer, MemoryGauge};
-use crate::msm::{dense_msm, query_msm, Bases, Scan};
+use crate::msm::{dense_msm, query_msm, Bases, MsmKernel, Scan};
 use crate::ntt::{quotient, NttMode};
 use crate::profile::Profile;
 use crate::source::KernelNames;
@@ -30,6 +30,25 @@ pub struct GpuOptions {
     pub mem_limit: Option<u64>,
     /// Injected faults (a test hook).
     pub faults: Faults,
+    /// The MSM kernel (`PROOFLINE_GPU_MSM`).
+    pub msm: MsmKernel,
+}
+
+impl GpuOptions {
+    /// The options with what the environment sets: faults (`PROOFLINE_GPU_FAIL_CALLS`, unless
+    /// given) and the MSM kernel (`PROOFLINE_GPU_MSM`); a malformed value is an error.
+    pub fn from_env(mem_limit: Option<u64>, faults: Option<Faults>) -> Result<Self> {
+        let invalid = |what| move |detail| Error::InvalidConfig { what, detail };
+        let faults = match faults {
+            Some(f) => f,
+            None => Faults::from_env().map_err(invalid("fault injection"))?,
+        };
+        Ok(GpuOptions {
+            mem_limit,
+            faults,
+            msm: MsmKernel::from_env().map_err(invalid("the MSM kernel"))?,
+        })
+    }
 }
 
 /// A device backend over devices of one API.
@@ -38,6 +57,7 @@ pub struct GpuAccelerator<D: Device> {
     devices: Vec<Arc<GpuDevice<D>>>,
     faults: Arc<Faults>,
     profile: Arc<Profile>,
+    msm: MsmKernel,
 }
 
 impl<D: Device> GpuAccelerator<D> {
@@ -69,6 +89,7 @@ impl<D: Device> GpuAccelerator<D> {
             devices,
             faults: Arc::new(options.faults),
             profile: Arc::new(Profile::from_env()),
+            msm: options.msm,
         }
     }
 
@@ -260,6 +281,7 @@ impl<D: Device> GpuBackend for GpuAccelerator<D> {
             queue,
             faults: self.faults.clone(),
             profile: self.profile.clone(),
+            msm: self.msm,
         }))
     }
 }
@@ -273,6 +295,7 @@ struct GpuWorker<D: Device> {
     queue: D::Queue,
     faults: Arc<Faults>,
     profile: Arc<Profile>,
+    msm: MsmKernel,
 }
 
 fn bases<'a, D: Device, G>(
@@ -315,6 +338,7 @@ impl<D: Device> GpuWorker<D> {
         }
         let e = &partition.evaluations;
         let p = &*self.profile;
+        let msm = self.msm;
         let exps = p.step("h_ntt", q, |q| {
             quotient(gpu, q, [&e.a, &e.b, &e.c], domain, mode, ledger)
         })?;
@@ -325,6 +349,7 @@ impl<D: Device> GpuWorker<D> {
                 bases(&resident.h, &params.h),
                 &exps,
                 plan.h.len(),
+                msm,
                 ledger,
             )
         })?;
@@ -340,23 +365,23 @@ impl<D: Device> GpuWorker<D> {
         };
         let s = scan(&[&plan.l], ledger)?;
         let l = p.step("msm_l", q, |q| {
-            query_msm::<D, G1Affine>(gpu, q, bases(&resident.l, &params.l), &s, ledger)
+            query_msm::<D, G1Affine>(gpu, q, bases(&resident.l, &params.l), &s, msm, ledger)
         })?;
         ledger.release_one(BackendBuffer::HostTemp, s.heap_bytes());
         drop(s);
         let s = scan(&[&plan.a[0], &plan.a[1]], ledger)?;
         let a = p.step("msm_a", q, |q| {
-            query_msm::<D, G1Affine>(gpu, q, bases(&resident.a, &params.a), &s, ledger)
+            query_msm::<D, G1Affine>(gpu, q, bases(&resident.a, &params.a), &s, msm, ledger)
         })?;
         ledger.release_one(BackendBuffer::HostTemp, s.heap_bytes());
         drop(s);
         // The G2 B query has the G1 one's layout: one scan for both.
         let s = scan(&[&plan.b[0], &plan.b[1]], ledger)?;
         let b_g1 = p.step("msm_b_g1", q, |q| {
-            query_msm::<D, G1Affine>(gpu, q, bases(&resident.b_g1, &params.b_g1), &s, ledger)
+            query_msm::<D, G1Affine>(gpu, q, bases(&resident.b_g1, &params.b_g1), &s, msm, ledger)
         })?;
         let b_g2 = p.step("msm_b_g2", q, |q| {
-            query_msm::<D, G2Affine>(gpu, q, bases(&resident.b_g2, &params.b_g2), &s, ledger)
+            query_msm::<D, G2Affine>(gpu, q, bases(&resident.b_g2, &params.b_g2), &s, msm, ledger)
         })?;
         ledger.release_one(BackendBuffer::HostTemp, s.heap_bytes());
         drop(s);

@@ -24,6 +24,7 @@ pub mod fault;
 pub mod memory;
 pub mod msm;
 pub mod ntt;
+pub mod pippenger;
 pub mod profile;
 pub mod source;
 

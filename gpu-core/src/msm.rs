@@ -40,6 +40,44 @@ pub trait DeviceCurve: DeviceCopy {
     fn sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
     /// The bucket MSM kernel.
     fn msm_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
+    /// The sorted MSM's bucket kernel.
+    fn pl_buckets_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
+    /// The sorted MSM's reduction kernel.
+    fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
+}
+
+/// Which MSM kernel runs the listed and dense terms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MsmKernel {
+    /// ec-gpu-gen-style: each thread fills its own buckets for a group of terms and a window.
+    #[default]
+    Stock,
+    /// Signed windows, terms sorted by bucket on the device, one thread per bucket
+    /// (`pippenger.cl`).
+    Sorted,
+}
+
+/// The environment variable choosing the MSM kernel (`stock` or `sorted`).
+pub const MSM_VAR: &str = "PROOFLINE_GPU_MSM";
+
+impl MsmKernel {
+    /// From `PROOFLINE_GPU_MSM` (`stock`, `sorted`; unset: the default); anything else is an
+    /// error naming the choices.
+    pub fn from_env() -> Result<Self, String> {
+        match std::env::var(MSM_VAR) {
+            Err(_) => Ok(Self::default()),
+            Ok(v) => Self::parse(&v),
+        }
+    }
+
+    /// `stock` or `sorted`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "stock" => Ok(MsmKernel::Stock),
+            "sorted" => Ok(MsmKernel::Sorted),
+            other => Err(format!("{MSM_VAR}={other}: expected `stock` or `sorted`")),
+        }
+    }
 }
 
 impl DeviceCurve for G1Affine {
@@ -51,6 +89,12 @@ impl DeviceCurve for G1Affine {
     fn msm_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g1_msm
     }
+    fn pl_buckets_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g1_pl_buckets
+    }
+    fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g1_pl_reduce
+    }
 }
 
 impl DeviceCurve for G2Affine {
@@ -61,6 +105,12 @@ impl DeviceCurve for G2Affine {
     }
     fn msm_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g2_msm
+    }
+    fn pl_buckets_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g2_pl_buckets
+    }
+    fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g2_pl_reduce
     }
 }
 
@@ -237,10 +287,19 @@ fn bucket_msm<D: Device, G: DeviceCurve>(
     exps: &DeviceBuffer<D>,
     exp_offset: usize,
     n: usize,
+    kernel: MsmKernel,
     ledger: &mut BackendBuffers<'_>,
 ) -> DeviceResult<G::Projective> {
     if n == 0 {
         return Ok(G::Projective::identity());
+    }
+    // The sorted MSM's buckets for every window at once need more room than the stock
+    // kernel's smallest plan: under a limit too tight for them, the stock kernel runs.
+    let budget = gpu.gauge.available().min(gpu.device.info().max_alloc_bytes);
+    if kernel == MsmKernel::Sorted
+        && crate::pippenger::Plan::new(n, G::JACOBIAN_BYTES, budget).is_some()
+    {
+        return crate::pippenger::msm::<D, G>(gpu, q, bases, idx, exps, exp_offset, n, ledger);
     }
     let info = gpu.device.info();
     let budget = gpu.gauge.available().min(info.max_alloc_bytes);
@@ -335,6 +394,7 @@ pub fn query_msm<D: Device, G: DeviceCurve>(
     q: &mut D::Queue,
     bases: Bases<'_, D, G>,
     scan: &Scan,
+    kernel: MsmKernel,
     ledger: &mut BackendBuffers<'_>,
 ) -> DeviceResult<G::Projective> {
     let len = match &bases {
@@ -351,7 +411,9 @@ pub fn query_msm<D: Device, G: DeviceCurve>(
     let mut total = G::Projective::identity();
     match bases {
         Bases::Resident(buf) => {
-            total += listed_msm::<D, G>(gpu, q, buf, &scan.ones, &scan.idx, &scan.exps, ledger)?;
+            total += listed_msm::<D, G>(
+                gpu, q, buf, &scan.ones, &scan.idx, &scan.exps, kernel, ledger,
+            )?;
         }
         Bases::Streamed(host) => {
             let chunk = stream_chunk::<D, G>(gpu, host.len())?;
@@ -375,6 +437,7 @@ pub fn query_msm<D: Device, G: DeviceCurve>(
                     &rebase(&scan.ones[ro]),
                     &rebase(&scan.idx[rd.clone()]),
                     &scan.exps[rd],
+                    kernel,
                     ledger,
                 )?;
                 free_counted(ledger, BackendBuffer::DeviceScratch, [buf]);
@@ -406,6 +469,7 @@ fn listed_msm<D: Device, G: DeviceCurve>(
     ones: &[u32],
     idx: &[u32],
     exps: &[ScalarBytes],
+    kernel: MsmKernel,
     ledger: &mut BackendBuffers<'_>,
 ) -> DeviceResult<G::Projective> {
     let mut total = G::Projective::identity();
@@ -420,7 +484,7 @@ fn listed_msm<D: Device, G: DeviceCurve>(
         let ib = gpu.upload_scratch(q, i, "MSM indices")?;
         let eb = gpu.upload_scratch(q, e, "MSM exponents")?;
         ledger.register(BackendBuffer::DeviceScratch, ib.bytes() + eb.bytes());
-        total += bucket_msm::<D, G>(gpu, q, bases, Some(&ib), &eb, 0, i.len(), ledger)?;
+        total += bucket_msm::<D, G>(gpu, q, bases, Some(&ib), &eb, 0, i.len(), kernel, ledger)?;
         free_counted(ledger, BackendBuffer::DeviceScratch, [ib, eb]);
     }
     Ok(total)
@@ -433,10 +497,11 @@ pub fn dense_msm<D: Device, G: DeviceCurve>(
     bases: Bases<'_, D, G>,
     exps: &DeviceBuffer<D>,
     n: usize,
+    kernel: MsmKernel,
     ledger: &mut BackendBuffers<'_>,
 ) -> DeviceResult<G::Projective> {
     match bases {
-        Bases::Resident(buf) => bucket_msm::<D, G>(gpu, q, buf, None, exps, 0, n, ledger),
+        Bases::Resident(buf) => bucket_msm::<D, G>(gpu, q, buf, None, exps, 0, n, kernel, ledger),
         Bases::Streamed(host) => {
             if host.len() < n {
                 return Err(DeviceError::new(
@@ -450,7 +515,17 @@ pub fn dense_msm<D: Device, G: DeviceCurve>(
                 let end = (start + chunk).min(n);
                 let buf = gpu.upload_scratch(q, &host[start..end], "streamed bases")?;
                 ledger.register(BackendBuffer::DeviceScratch, buf.bytes());
-                total += bucket_msm::<D, G>(gpu, q, &buf, None, exps, start, end - start, ledger)?;
+                total += bucket_msm::<D, G>(
+                    gpu,
+                    q,
+                    &buf,
+                    None,
+                    exps,
+                    start,
+                    end - start,
+                    kernel,
+                    ledger,
+                )?;
                 free_counted(ledger, BackendBuffer::DeviceScratch, [buf]);
             }
             Ok(total)

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 
 const KERNELS: &str = include_str!("kernels.cl");
 const MSM: &str = include_str!("msm.cl");
+const PIPPENGER: &str = include_str!("pippenger.cl");
 
 /// The limb width of the generated field arithmetic. The bytes of a field element are the same
 /// either way (little-endian Montgomery limbs, as blstrs stores them).
@@ -52,6 +53,26 @@ pub struct KernelNames {
     pub g2_sum_indexed: String,
     /// G2 bucket MSM.
     pub g2_msm: String,
+    /// Sorted MSM: zero a count array.
+    pub pl_zero: String,
+    /// Sorted MSM: signed digits, bucket keys and counts.
+    pub pl_digits: String,
+    /// Sorted MSM: scan of count blocks.
+    pub pl_scan_blocks: String,
+    /// Sorted MSM: scan of the block totals.
+    pub pl_scan_sums: String,
+    /// Sorted MSM: block offsets added.
+    pub pl_scan_add: String,
+    /// Sorted MSM: the counting sort's scatter.
+    pub pl_scatter: String,
+    /// Sorted MSM, G1: bucket sums.
+    pub g1_pl_buckets: String,
+    /// Sorted MSM, G1: weighted bucket sums by segments.
+    pub g1_pl_reduce: String,
+    /// Sorted MSM, G2: bucket sums.
+    pub g2_pl_buckets: String,
+    /// Sorted MSM, G2: weighted bucket sums by segments.
+    pub g2_pl_reduce: String,
 }
 
 /// ec-gpu-gen's builder keeps its parts in hash sets, so the order of the fields and of the
@@ -81,6 +102,11 @@ fn strip<'a>(text: &'a str, prefixes: &[String], suffix: &str, what: &str) -> &'
 /// fields, so they are named by inference).
 fn field_of<F: GpuField + 'static, C>(_coordinate: fn(&C) -> F, limbs: Limbs) -> String {
     build(&SourceBuilder::new().add_field::<F>(), limbs)
+}
+
+/// The generated name of the field a coordinate accessor returns.
+fn name_of<F: GpuName, C>(_coordinate: fn(&C) -> F) -> String {
+    F::name()
 }
 
 fn multiexp<C, F>(_coordinate: fn(&C) -> F, limbs: Limbs) -> String
@@ -159,7 +185,7 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 10] {
+    pub fn all(&self) -> [&str; 20] {
         [
             &self.radix_fft,
             &self.fill_zero,
@@ -171,6 +197,16 @@ impl KernelNames {
             &self.g1_msm,
             &self.g2_sum_indexed,
             &self.g2_msm,
+            &self.pl_zero,
+            &self.pl_digits,
+            &self.pl_scan_blocks,
+            &self.pl_scan_sums,
+            &self.pl_scan_add,
+            &self.pl_scatter,
+            &self.g1_pl_buckets,
+            &self.g1_pl_reduce,
+            &self.g2_pl_buckets,
+            &self.g2_pl_reduce,
         ]
     }
 }
@@ -181,10 +217,18 @@ impl KernelSource {
         let fr = Scalar::name();
         let g1 = G1Affine::name();
         let g2 = G2Affine::name();
+        let (fp, fp2) = (name_of(G1Affine::x), name_of(G2Affine::x));
+        let curve = |text: &str, p: &str, f: &str| {
+            text.replace("{P}", p)
+                .replace("{F}", f)
+                .replace("{FR}", &fr)
+        };
         let ours = [
             KERNELS.replace("{FR}", &fr),
-            MSM.replace("{P}", &g1).replace("{FR}", &fr),
-            MSM.replace("{P}", &g2).replace("{FR}", &fr),
+            curve(MSM, &g1, &fp),
+            curve(MSM, &g2, &fp2),
+            curve(PIPPENGER, &g1, &fp),
+            curve(PIPPENGER, &g2, &fp2),
         ]
         .join("\n");
         let p = Parts::new(limbs);
@@ -208,6 +252,16 @@ impl KernelSource {
             g1_msm: format!("{g1}_msm"),
             g2_sum_indexed: format!("{g2}_sum_indexed"),
             g2_msm: format!("{g2}_msm"),
+            pl_zero: "pl_zero".into(),
+            pl_digits: "pl_digits".into(),
+            pl_scan_blocks: "pl_scan_blocks".into(),
+            pl_scan_sums: "pl_scan_sums".into(),
+            pl_scan_add: "pl_scan_add".into(),
+            pl_scatter: "pl_scatter".into(),
+            g1_pl_buckets: format!("{g1}_pl_buckets"),
+            g1_pl_reduce: format!("{g1}_pl_reduce"),
+            g2_pl_buckets: format!("{g2}_pl_buckets"),
+            g2_pl_reduce: format!("{g2}_pl_reduce"),
         };
         KernelSource { text, names }
     }
@@ -239,7 +293,11 @@ mod tests {
         // threadIdx.x`): `GET_GLOBAL_ID() * chunk` multiplies only threadIdx.x. POCL cannot
         // see this (OpenCL's are function calls); this check can. Found on the H200 as a wrong
         // quotient from 2^13 on.
-        for (name, text) in [("kernels.cl", KERNELS), ("msm.cl", MSM)] {
+        for (name, text) in [
+            ("kernels.cl", KERNELS),
+            ("msm.cl", MSM),
+            ("pippenger.cl", PIPPENGER),
+        ] {
             for (i, line) in text.lines().enumerate() {
                 if line.trim_start().starts_with("//") {
                     continue;
@@ -275,7 +333,7 @@ mod tests {
             for k in s.names.all() {
                 assert!(s.text.contains(&format!("void {k}(")), "{k} missing");
             }
-            for placeholder in ["{FR}", "{P}", "FIELD_", "POINT_"] {
+            for placeholder in ["{FR}", "{P}", "{F}", "FIELD_", "POINT_"] {
                 assert!(!s.text.contains(placeholder), "{placeholder} left");
             }
         }

@@ -208,10 +208,19 @@ fn driver_device_bytes(p: &PointResult) -> Option<u64> {
         .sum::<Option<u64>>()
 }
 
+/// How much `measured` (the process's or the driver's figure) exceeds what the ledger counted,
+/// as a signed percentage of the ledger's (`-` without both).
+fn percent_over(measured: Option<u64>, ledger: Option<u64>) -> String {
+    match (measured, ledger) {
+        (Some(m), Some(l)) if l > 0 => format!("{:+.0}%", 100.0 * (m as f64 - l as f64) / l as f64),
+        _ => "-".into(),
+    }
+}
+
 /// The summary table printed at the end of a sweep.
 pub fn table(points: &[PointResult]) -> String {
     let mut s = format!(
-        "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5} {:>11} {:>10} {:>10}\n",
+        "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5} {:>11} {:>10} {:>10} {:>8}\n",
         "pw",
         "status",
         "s/proof",
@@ -225,19 +234,15 @@ pub fn table(points: &[PointResult]) -> String {
         "busy",
         "device busy",
         "dev peak",
-        "dev driver"
+        "dev driver",
+        "dev diff"
     );
     for p in points {
         let rss_delta = match (p.peak_rss_bytes, p.baseline_rss_bytes) {
             (Some(a), Some(b)) => Some(a.saturating_sub(b)),
             _ => None,
         };
-        let diff = match (rss_delta, p.ledger_peak_bytes) {
-            (Some(d), Some(l)) if l > 0 => {
-                format!("{:+.0}%", 100.0 * (d as f64 - l as f64) / l as f64)
-            }
-            _ => "-".into(),
-        };
+        let diff = percent_over(rss_delta, p.ledger_peak_bytes);
         let f = |v: Option<f64>, prec: usize| v.map_or("-".into(), |x| format!("{x:.prec$}"));
         let b = |v: Option<u64>| v.map_or("-".into(), human_bytes);
         let status = match p.signal {
@@ -246,7 +251,7 @@ pub fn table(points: &[PointResult]) -> String {
         };
         let _ = writeln!(
             s,
-            "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5} {:>11} {:>10} {:>10}",
+            "{:>4} {:>8} {:>9} {:>10} {:>8} {:>10} {:>11} {:>11} {:>7} {:>8} {:>5} {:>11} {:>10} {:>10} {:>8}",
             p.pw,
             status,
             f(p.seconds_per_proof, 2),
@@ -265,6 +270,7 @@ pub fn table(points: &[PointResult]) -> String {
             device_busy(p, "/"),
             b(p.device_peak_bytes),
             b(driver_device_bytes(p)),
+            percent_over(driver_device_bytes(p), p.device_peak_bytes),
         );
         // A point that did not succeed says why, under its row.
         if p.status != PointStatus::Ok {
@@ -296,6 +302,7 @@ pub fn report_title(run: &RunConfig) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::point::DevicePoint;
 
     fn point(pw: usize, ppm: f64, rss: u64, status: &str) -> PointResult {
         let status = match status {
@@ -328,5 +335,38 @@ mod tests {
         ];
         assert_eq!(recommend(&flat[..2], None).pw, Some(4));
         assert_eq!(recommend(&flat, None).pw, Some(6));
+    }
+
+    #[test]
+    fn the_table_shows_device_memory_beside_the_driver_and_their_gap() {
+        let mut p = point(2, 3.0, 30, "ok");
+        p.device_peak_bytes = Some(1000 << 20);
+        let device = |baseline, peak| DevicePoint {
+            device: 0,
+            name: "cuda:0".into(),
+            busy_fraction: 0.5,
+            accelerator_seconds: 1.0,
+            partitions: 1,
+            failures: 0,
+            retried: 0,
+            in_service: true,
+            allocated_peak_bytes: Some(1000 << 20),
+            driver_baseline_bytes: baseline,
+            driver_peak_bytes: peak,
+        };
+        p.devices = vec![device(Some(500 << 20), Some(1530 << 20))];
+        let t = table(&[p.clone()]);
+        let row = t.lines().nth(1).unwrap();
+        assert!(row.ends_with("1000.0 MiB    1.0 GiB      +3%"), "{row}");
+        // A device whose driver cannot tell (OpenCL): no driver figure, no gap.
+        p.devices = vec![device(None, None)];
+        let t = table(&[p]);
+        assert!(
+            t.lines()
+                .nth(1)
+                .unwrap()
+                .ends_with("1000.0 MiB          -        -"),
+            "{t}"
+        );
     }
 }

@@ -1,0 +1,168 @@
+// The sorted-bucket MSM (Pippenger with signed windows), all windows at once:
+//   1. pl_digits: each term's signed (Booth) digit in every window of c bits: its bucket
+//      (|digit|, 0 for none) and its index with the digit's sign in the top bit; bucket sizes
+//      counted (atomically) per window;
+//   2. pl_scan_*: the counts become bucket offsets (an exclusive scan over every window's
+//      buckets at once);
+//   3. pl_scatter: terms sorted by bucket (a counting sort: each term takes the next slot of
+//      its bucket);
+//   4. {P}_pl_buckets: one thread per bucket sums its points (negated for negative digits);
+//   5. {P}_pl_reduce: one thread per segment of a window's buckets computes sum(weight * bucket)
+//      of the segment; the host adds the segments and combines the windows.
+// The curve-independent part is defined once (guarded); the rest once per curve, `{P}` the
+// curve and `{F}` its base field. Exponents are canonical little-endian 256-bit numbers.
+
+#ifndef PL_COMMON
+#define PL_COMMON
+
+#ifdef CUDA
+#define PL_ATOMIC_INC(p) atomicAdd((p), 1u)
+#else
+#define PL_ATOMIC_INC(p) atomic_inc(p)
+#endif
+
+// Bits [s, s + c) of a 256-bit little-endian number (c < 32; zero beyond bit 255).
+DEVICE uint pl_bits(GLOBAL uint *e, uint s, uint c) {
+  if (s >= 256) return 0;
+  const uint k = s / 32;
+  ulong v = e[k];
+  if (k < 7) v |= ((ulong)e[k + 1]) << 32;
+  return (uint)(v >> (s % 32)) & ((1u << c) - 1);
+}
+
+// The Booth digit of window w (c bits): -2^(c-1) b[wc+c-1] + sum_{k<c-1} 2^k b[wc+k] + b[wc-1],
+// in [-2^(c-1), 2^(c-1)]. The digits of windows 0..ceil(256/c) sum (times 2^(wc)) to any
+// exponent below 2^255.
+DEVICE int pl_digit(GLOBAL uint *e, uint w, uint c) {
+  const uint s = w * c;
+  const uint v = pl_bits(e, s, c);
+  const uint prev = s == 0 ? 0 : pl_bits(e, s - 1, 1);
+  const uint top = 1u << (c - 1);
+  return (int)((v & (top - 1)) + prev) - (int)(v & top);
+}
+
+// x[i] = 0 for i < n.
+KERNEL void pl_zero(GLOBAL uint *x, uint n) {
+  const uint i = GET_GLOBAL_ID();
+  if (i < n) x[i] = 0;
+}
+
+// Term i of n, every window: keys[w n + i] = w (nb + 1) + |digit| (w (nb + 1) for none: bucket
+// 0 of each window is never used), vals[w n + i] = i | sign << 31; counts[key] += 1 for the
+// used ones. `exps` holds the terms' exponents from `exp_offset` on.
+KERNEL void pl_digits(GLOBAL uint *exps, uint exp_offset, uint n, uint windows, uint c,
+                      GLOBAL uint *keys, GLOBAL uint *vals, GLOBAL uint *counts) {
+  const uint i = GET_GLOBAL_ID();
+  if (i >= n) return;
+  GLOBAL uint *e = exps + 8 * (ulong)(exp_offset + i);
+  const uint nb = 1u << (c - 1);
+  for (uint w = 0; w < windows; w++) {
+    const int d = pl_digit(e, w, c);
+    const uint k = w * (nb + 1) + (uint)(d < 0 ? -d : d);
+    keys[w * n + i] = k;
+    vals[w * n + i] = i | (d < 0 ? 0x80000000u : 0u);
+    if (d != 0) PL_ATOMIC_INC(&counts[k]);
+  }
+}
+
+// Exclusive scan of counts[0..n) in blocks of `per` (in place); block b's total into sums[b].
+KERNEL void pl_scan_blocks(GLOBAL uint *counts, uint n, uint per, uint blocks,
+                           GLOBAL uint *sums) {
+  const uint b = GET_GLOBAL_ID();
+  if (b >= blocks) return;
+  const uint start = b * per;
+  const uint end = min(start + per, n);
+  uint acc = 0;
+  for (uint i = start; i < end; i++) {
+    const uint x = counts[i];
+    counts[i] = acc;
+    acc += x;
+  }
+  sums[b] = acc;
+}
+
+// Exclusive scan of the block totals (one thread).
+KERNEL void pl_scan_sums(GLOBAL uint *sums, uint blocks) {
+  const uint t = GET_GLOBAL_ID();
+  if (t != 0) return;
+  uint acc = 0;
+  for (uint b = 0; b < blocks; b++) {
+    const uint x = sums[b];
+    sums[b] = acc;
+    acc += x;
+  }
+}
+
+// counts[i] += the offset of its block.
+KERNEL void pl_scan_add(GLOBAL uint *counts, uint n, uint per, GLOBAL uint *sums) {
+  const uint i = GET_GLOBAL_ID();
+  if (i < n) counts[i] += sums[i / per];
+}
+
+// The counting sort's scatter: each used entry takes the next slot of its bucket. Afterwards
+// cursor[k] is the end of bucket k, so bucket k (k >= 1 in its window) spans
+// [cursor[k - 1], cursor[k]).
+KERNEL void pl_scatter(GLOBAL uint *keys, GLOBAL uint *vals, uint entries, uint nb,
+                       GLOBAL uint *cursor, GLOBAL uint *sorted) {
+  const uint j = GET_GLOBAL_ID();
+  if (j >= entries) return;
+  const uint k = keys[j];
+  if (k % (nb + 1) == 0) return;
+  const uint at = PL_ATOMIC_INC(&cursor[k]);
+  sorted[at] = vals[j];
+}
+
+#endif
+
+// Bucket b of window w (one thread per used bucket: t = w nb + b - 1) sums its points, term
+// `first + i` for a chunk's entry i: bases[idx[term]] (with `gather`) or bases[term], negated
+// for a negative digit; identity bases are skipped. With `accumulate`, onto what sums[t]
+// holds (the MSM's earlier chunks).
+KERNEL void {P}_pl_buckets(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint gather,
+                           GLOBAL uint *sorted, GLOBAL uint *cursor, uint nb, uint total,
+                           uint accumulate, uint first, GLOBAL {P}_jacobian *sums) {
+  const uint t = GET_GLOBAL_ID();
+  if (t >= total) return;
+  const uint k = (t / nb) * (nb + 1) + t % nb + 1;
+  {P}_jacobian acc = {P}_ZERO;
+  if (accumulate) acc = sums[t];
+  const uint end = cursor[k];
+  for (uint j = cursor[k - 1]; j < end; j++) {
+    const uint v = sorted[j];
+    const uint term = first + (v & 0x7fffffffu);
+    GLOBAL {P}_affine *b = bases + (gather ? idx[term] : term);
+    if ({P}_is_identity(b)) continue;
+    {P}_affine p = *b;
+    if (v >> 31) {
+      const {F} zero = {F}_ZERO;
+      p.y = {F}_sub(zero, p.y);
+    }
+    acc = {P}_add_mixed(acc, p);
+  }
+  sums[t] = acc;
+}
+
+// Segment s of window w (t = w segs + s) of the window's nb bucket sums (bucket j weighs
+// j + 1): out[t] = sum over the segment's buckets of weight * sum, by a running sum from the
+// top plus the segment's offset times its total.
+KERNEL void {P}_pl_reduce(GLOBAL {P}_jacobian *sums, uint nb, uint per, uint segs,
+                          uint total, GLOBAL {P}_jacobian *out) {
+  const uint t = GET_GLOBAL_ID();
+  if (t >= total) return;
+  GLOBAL {P}_jacobian *win = sums + (t / segs) * nb;
+  const uint lo = (t % segs) * per;
+  const uint hi = min(lo + per, nb);
+  {P}_jacobian acc = {P}_ZERO;
+  {P}_jacobian res = {P}_ZERO;
+  for (uint j = hi; j > lo; j--) {
+    acc = {P}_add(acc, win[j - 1]);
+    res = {P}_add(res, acc);
+  }
+  // res = sum (j - lo + 1) sums[j]; the weights are j + 1: add lo * acc.
+  {P}_jacobian m = {P}_ZERO;
+  for (uint k = lo; k != 0; k >>= 1) {
+    if (k & 1) m = {P}_add(m, acc);
+    acc = {P}_double(acc);
+  }
+  out[t] = {P}_add(res, m);
+}

@@ -1,0 +1,320 @@
+//! The sorted-bucket MSM (`pippenger.cl`) driven from the host: signed windows of `c` bits, the
+//! terms sorted by bucket on the device (a counting sort), one thread per bucket, the buckets'
+//! weighted sums by segments on the device, the segments and windows combined on the host.
+//! Terms are taken in chunks that fit the memory left; bucket sums accumulate across chunks.
+
+use group::Group;
+use prover_core::ledger::{BackendBuffer, BackendBuffers};
+
+use crate::context::{launch_threads, GpuDevice};
+use crate::device::{bytes_of_mut, Arg, Device, DeviceError, DeviceResult};
+use crate::memory::{free_counted, DeviceBuffer};
+use crate::msm::DeviceCurve;
+
+/// The largest window (buckets per window: 2^(c-1)).
+const MAX_C: u32 = 16;
+/// The smallest window.
+const MIN_C: u32 = 2;
+/// Device bytes per term and window: its key, its value and its sorted slot.
+const ENTRY_BYTES: u64 = 12;
+/// Bucket counts scanned per thread.
+const SCAN_PER: u32 = 1024;
+
+/// The shape of one sorted MSM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// Bits per window.
+    pub c: u32,
+    /// Windows (Booth digits of `c` bits cover 256 bits in `ceil(256 / c)`).
+    pub windows: u32,
+    /// Buckets per window (`2^(c-1)`: digit magnitudes 1..=2^(c-1)).
+    pub buckets: u32,
+    /// Buckets per reduction segment.
+    pub per: u32,
+    /// Terms per chunk.
+    pub chunk: usize,
+}
+
+impl Plan {
+    /// The window for `n` terms: about n / 16 buckets per window, within [2, 2^15] (narrow
+    /// windows under tight memory: fewer buckets in all).
+    pub fn window(n: usize) -> u32 {
+        n.max(1).ilog2().saturating_sub(4).clamp(MIN_C, MAX_C)
+    }
+
+    /// Reduction segments per window.
+    pub fn segments(&self) -> u32 {
+        self.buckets.div_ceil(self.per)
+    }
+
+    /// Bucket counts (one unused slot per window).
+    fn counts(&self) -> u64 {
+        self.windows as u64 * (self.buckets as u64 + 1)
+    }
+
+    /// Device bytes that do not depend on the chunk: counts, scan sums, bucket sums, segments.
+    fn fixed_bytes(&self, jac: u64) -> u64 {
+        let counts = self.counts();
+        4 * counts
+            + 4 * counts.div_ceil(SCAN_PER as u64)
+            + jac * self.windows as u64 * (self.buckets as u64 + self.segments() as u64)
+    }
+
+    /// The plan for `n` terms whose scratch fits in `budget` bytes, for jacobian points of
+    /// `jac` bytes: the window from `n`, made smaller until the fixed part fits.
+    pub fn new(n: usize, jac: u64, budget: u64) -> Option<Self> {
+        let mut c = Self::window(n);
+        loop {
+            let buckets = 1u32 << (c - 1);
+            let windows = 256u32.div_ceil(c);
+            let per = (buckets / 128).max(16).min(buckets);
+            let mut plan = Plan {
+                c,
+                windows,
+                buckets,
+                per,
+                chunk: 0,
+            };
+            let fixed = plan.fixed_bytes(jac);
+            let entry = ENTRY_BYTES * windows as u64;
+            if fixed < budget && (budget - fixed) / entry > 0 {
+                // Entries are indexed by u32 on the device.
+                let max_chunk = (u32::MAX as u64 / 2) / windows as u64;
+                plan.chunk = ((budget - fixed) / entry)
+                    .min(max_chunk)
+                    .min(n.max(1) as u64) as usize;
+                return Some(plan);
+            }
+            if c == MIN_C {
+                return None;
+            }
+            c -= 1;
+        }
+    }
+
+    /// The MSM's value from the segments' sums (`segments[w * segs + s]`): each window's
+    /// segments added, the windows combined from the most significant, `c` doublings apart.
+    pub fn combine<P: Group>(&self, segments: &[P]) -> P {
+        let segs = self.segments() as usize;
+        let mut acc = P::identity();
+        for w in (0..self.windows as usize).rev() {
+            for _ in 0..self.c {
+                acc = acc.double();
+            }
+            for s in &segments[w * segs..(w + 1) * segs] {
+                acc += s;
+            }
+        }
+        acc
+    }
+}
+
+/// The sorted MSM of `n` terms: exponents `exps[exp_offset..]` (canonical, on the device),
+/// bases `bases[idx[i]]` (or `bases[i]` without `idx`). Scratch is registered in `ledger`
+/// while it lives.
+#[allow(clippy::too_many_arguments)]
+pub fn msm<D: Device, G: DeviceCurve>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    bases: &DeviceBuffer<D>,
+    idx: Option<&DeviceBuffer<D>>,
+    exps: &DeviceBuffer<D>,
+    exp_offset: usize,
+    n: usize,
+    ledger: &mut BackendBuffers<'_>,
+) -> DeviceResult<G::Projective> {
+    if n == 0 {
+        return Ok(G::Projective::identity());
+    }
+    let jac = G::JACOBIAN_BYTES;
+    let budget = gpu.gauge.available().min(gpu.device.info().max_alloc_bytes);
+    let plan = Plan::new(n, jac, budget).ok_or_else(|| {
+        DeviceError::new(
+            format!("{} MSM of {n} terms", G::NAME),
+            "no room for one window's buckets under the memory limit",
+        )
+    })?;
+    let names = &gpu.names;
+    let counts_len = plan.counts() as usize;
+    let blocks = counts_len.div_ceil(SCAN_PER as usize);
+    let total_buckets = (plan.windows * plan.buckets) as usize;
+    let total_segs = (plan.windows * plan.segments()) as usize;
+    let counts = gpu.scratch(q, 4 * counts_len as u64, "MSM bucket counts")?;
+    let sums = gpu.scratch(q, 4 * blocks as u64, "MSM scan sums")?;
+    let buckets = gpu.scratch(q, jac * total_buckets as u64, "MSM bucket sums")?;
+    let segments = gpu.scratch(q, jac * total_segs as u64, "MSM segment sums")?;
+    let fixed = [counts, sums, buckets, segments];
+    ledger.register(
+        BackendBuffer::DeviceScratch,
+        fixed.iter().map(DeviceBuffer::bytes).sum(),
+    );
+    let [counts, sums, buckets, segments] = &fixed;
+    for (k, start) in (0..n).step_by(plan.chunk).enumerate() {
+        let len = plan.chunk.min(n - start);
+        let entries = len * plan.windows as usize;
+        let keys = gpu.scratch(q, 4 * entries as u64, "MSM keys")?;
+        let vals = gpu.scratch(q, 4 * entries as u64, "MSM values")?;
+        let sorted = gpu.scratch(q, 4 * entries as u64, "MSM sorted terms")?;
+        let chunk_bufs = [keys, vals, sorted];
+        ledger.register(
+            BackendBuffer::DeviceScratch,
+            chunk_bufs.iter().map(DeviceBuffer::bytes).sum(),
+        );
+        let [keys, vals, sorted] = &chunk_bufs;
+        launch_threads(
+            q,
+            &names.pl_zero,
+            counts_len,
+            &[Arg::Buffer(counts.raw()), Arg::U32(counts_len as u32)],
+        )?;
+        launch_threads(
+            q,
+            &names.pl_digits,
+            len,
+            &[
+                Arg::Buffer(exps.raw()),
+                Arg::U32((exp_offset + start) as u32),
+                Arg::U32(len as u32),
+                Arg::U32(plan.windows),
+                Arg::U32(plan.c),
+                Arg::Buffer(keys.raw()),
+                Arg::Buffer(vals.raw()),
+                Arg::Buffer(counts.raw()),
+            ],
+        )?;
+        launch_threads(
+            q,
+            &names.pl_scan_blocks,
+            blocks,
+            &[
+                Arg::Buffer(counts.raw()),
+                Arg::U32(counts_len as u32),
+                Arg::U32(SCAN_PER),
+                Arg::U32(blocks as u32),
+                Arg::Buffer(sums.raw()),
+            ],
+        )?;
+        launch_threads(
+            q,
+            &names.pl_scan_sums,
+            1,
+            &[Arg::Buffer(sums.raw()), Arg::U32(blocks as u32)],
+        )?;
+        launch_threads(
+            q,
+            &names.pl_scan_add,
+            counts_len,
+            &[
+                Arg::Buffer(counts.raw()),
+                Arg::U32(counts_len as u32),
+                Arg::U32(SCAN_PER),
+                Arg::Buffer(sums.raw()),
+            ],
+        )?;
+        launch_threads(
+            q,
+            &names.pl_scatter,
+            entries,
+            &[
+                Arg::Buffer(keys.raw()),
+                Arg::Buffer(vals.raw()),
+                Arg::U32(entries as u32),
+                Arg::U32(plan.buckets),
+                Arg::Buffer(counts.raw()),
+                Arg::Buffer(sorted.raw()),
+            ],
+        )?;
+        // The terms of this chunk are bases[start..] (dense) or bases[idx[start..]].
+        let (base_arg, idx_arg, gather) = match idx {
+            Some(i) => (bases, i, 1),
+            None => (bases, bases, 0),
+        };
+        launch_threads(
+            q,
+            G::pl_buckets_kernel(gpu),
+            total_buckets,
+            &[
+                Arg::Buffer(base_arg.raw()),
+                Arg::Buffer(idx_arg.raw()),
+                Arg::U32(gather),
+                Arg::Buffer(sorted.raw()),
+                Arg::Buffer(counts.raw()),
+                Arg::U32(plan.buckets),
+                Arg::U32(total_buckets as u32),
+                Arg::U32((k > 0) as u32),
+                Arg::U32(start as u32),
+                Arg::Buffer(buckets.raw()),
+            ],
+        )?;
+        free_counted(ledger, BackendBuffer::DeviceScratch, chunk_bufs);
+    }
+    launch_threads(
+        q,
+        G::pl_reduce_kernel(gpu),
+        total_segs,
+        &[
+            Arg::Buffer(buckets.raw()),
+            Arg::U32(plan.buckets),
+            Arg::U32(plan.per),
+            Arg::U32(plan.segments()),
+            Arg::U32(total_segs as u32),
+            Arg::Buffer(segments.raw()),
+        ],
+    )?;
+    let mut partial = vec![G::Projective::identity(); total_segs];
+    crate::device::Queue::read(q, segments.raw(), 0, bytes_of_mut(&mut partial))?;
+    free_counted(ledger, BackendBuffer::DeviceScratch, fixed);
+    Ok(plan.combine(&partial))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blstrs::G1Projective;
+
+    #[test]
+    fn plans_fit_their_budget_and_cover_every_bit() {
+        for n in [1usize, 7, 1000, 1 << 16, 1 << 20, 1 << 24] {
+            for budget in [64u64 << 10, 1 << 20, 64 << 20, 8 << 30] {
+                let Some(p) = Plan::new(n, 144, budget) else {
+                    // Only a budget too small for the smallest window's buckets refuses.
+                    let windows = 256u32.div_ceil(MIN_C);
+                    let smallest = Plan {
+                        c: MIN_C,
+                        windows,
+                        buckets: 1 << (MIN_C - 1),
+                        per: 1 << (MIN_C - 1),
+                        chunk: 0,
+                    };
+                    let entry = ENTRY_BYTES * windows as u64;
+                    assert!(smallest.fixed_bytes(144) + entry > budget, "{n} {budget}");
+                    continue;
+                };
+                assert!(p.c * p.windows >= 256, "{p:?}");
+                assert!(p.chunk >= 1 && p.chunk <= n.max(1), "{p:?}");
+                let used = p.fixed_bytes(144) + ENTRY_BYTES * p.windows as u64 * p.chunk as u64;
+                assert!(used <= budget, "{n} {budget} {p:?}");
+            }
+        }
+        // Big MSMs get wide windows.
+        assert_eq!(Plan::window(1 << 20), 16);
+        assert_eq!(Plan::window(1 << 16), 12);
+        assert_eq!(Plan::window(10), MIN_C);
+    }
+
+    #[test]
+    fn combine_weighs_windows_by_their_position() {
+        let g = G1Projective::generator();
+        let plan = Plan {
+            c: 5,
+            windows: 3,
+            buckets: 16,
+            per: 16,
+            chunk: 1,
+        };
+        // One segment per window: window w's sum counts 2^(5w).
+        let got = plan.combine(&[g, g.double(), g]);
+        let want = g + g * blstrs::Scalar::from(2u64 << 5) + g * blstrs::Scalar::from(1u64 << 10);
+        assert_eq!(got, want);
+    }
+}
