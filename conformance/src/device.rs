@@ -131,14 +131,18 @@ enum Mix {
     Ones,
     Mixed,
     Dense,
+    /// One random scalar, repeated: every window's terms crowd into one bucket.
+    Equal,
 }
 
 fn scalars(mix: Mix, n: usize, rng: &mut impl rand::RngCore) -> Vec<ScalarBytes> {
+    let same = Scalar::random(&mut *rng);
     (0..n)
         .map(|i| {
             let s = match (mix, i % 4) {
                 (Mix::Zeros, _) => Scalar::ZERO,
                 (Mix::Ones, _) => Scalar::ONE,
+                (Mix::Equal, _) => same,
                 (Mix::Mixed, 0) => Scalar::ZERO,
                 (Mix::Mixed, 1) => Scalar::ONE,
                 _ => Scalar::random(&mut *rng),
@@ -172,7 +176,7 @@ fn check_msm<D: Device, G, P, R: rand::RngCore>(
 {
     let mut q = gpu.device.queue().unwrap();
     for n in sizes().msm_terms {
-        for mix in [Mix::Zeros, Mix::Ones, Mix::Mixed, Mix::Dense] {
+        for mix in [Mix::Zeros, Mix::Ones, Mix::Mixed, Mix::Dense, Mix::Equal] {
             // Repeated bases: a handful of distinct points, one identity among them.
             let distinct: Vec<G> = (0..5).map(|i| point(rng, i == 4)).collect();
             let sc = scalars(mix, n, rng);
@@ -239,7 +243,8 @@ fn density_rank(d: &Density, j: usize) -> usize {
 /// chunk: the 3000-term MSMs take several chunks.
 pub const STREAM_LIMIT: u64 = 320 << 10;
 
-/// G1 and G2 MSMs on `gpu`, with each MSM kernel, equal the CPU backend's: zeros, ones, mixed and dense scalars, an
+/// G1 and G2 MSMs on `gpu`, with each MSM kernel, equal the CPU backend's: zeros, ones, mixed,
+/// dense and all-equal scalars, an
 /// unused variable in three, repeated bases with an identity among them, 1 to 3000 terms; the
 /// bases resident, or (`stream`) streamed from the host in chunks. A changed scalar changes the
 /// sum. With `stream`, give the device a limit of [`STREAM_LIMIT`].

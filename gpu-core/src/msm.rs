@@ -40,8 +40,8 @@ pub trait DeviceCurve: DeviceCopy {
     fn sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
     /// The bucket MSM kernel.
     fn msm_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
-    /// The sorted MSM's bucket kernel.
-    fn pl_buckets_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
+    /// The sorted MSM's kernels: zeroing bucket sums, adding runs, completing crossing buckets.
+    fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 3];
     /// The sorted MSM's reduction kernel.
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
 }
@@ -89,8 +89,9 @@ impl DeviceCurve for G1Affine {
     fn msm_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g1_msm
     }
-    fn pl_buckets_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
-        &gpu.names.g1_pl_buckets
+    fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 3] {
+        let n = &gpu.names;
+        [&n.g1_pl_zero, &n.g1_pl_runs, &n.g1_pl_fixup]
     }
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g1_pl_reduce
@@ -106,8 +107,9 @@ impl DeviceCurve for G2Affine {
     fn msm_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g2_msm
     }
-    fn pl_buckets_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
-        &gpu.names.g2_pl_buckets
+    fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 3] {
+        let n = &gpu.names;
+        [&n.g2_pl_zero, &n.g2_pl_runs, &n.g2_pl_fixup]
     }
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g2_pl_reduce
@@ -462,6 +464,7 @@ fn stream_chunk<D: Device, G: DeviceCurve>(gpu: &GpuDevice<D>, len: usize) -> De
 }
 
 /// The ones and the listed terms against bases already on the device, in launches that fit.
+#[allow(clippy::too_many_arguments)]
 fn listed_msm<D: Device, G: DeviceCurve>(
     gpu: &GpuDevice<D>,
     q: &mut D::Queue,

@@ -5,8 +5,12 @@
 //   2. pl_scan_*: the counts become bucket offsets (an exclusive scan over every window's
 //      buckets at once);
 //   3. pl_scatter: terms sorted by bucket (a counting sort: each term takes the next slot of
-//      its bucket);
-//   4. {P}_pl_buckets: one thread per bucket sums its points (negated for negative digits);
+//      its bucket), with their bucket beside them;
+//   4. {P}_pl_runs: the sorted entries cut in equal runs of `per`, one thread per run (so a
+//      bucket holding many terms, as a top window's few buckets or equal scalars make, is
+//      shared among threads): a bucket wholly inside a run is added to its sum there, the
+//      parts of buckets crossing a run's ends are left as the run's head and tail;
+//      {P}_pl_fixup then adds, per crossing bucket, the parts of the runs it spans;
 //   5. {P}_pl_reduce: one thread per segment of a window's buckets computes sum(weight * bucket)
 //      of the segment; the host adds the segments and combines the windows.
 // The curve-independent part is defined once (guarded); the rest once per curve, `{P}` the
@@ -99,47 +103,98 @@ KERNEL void pl_scan_add(GLOBAL uint *counts, uint n, uint per, GLOBAL uint *sums
   if (i < n) counts[i] += sums[i / per];
 }
 
-// The counting sort's scatter: each used entry takes the next slot of its bucket. Afterwards
-// cursor[k] is the end of bucket k, so bucket k (k >= 1 in its window) spans
-// [cursor[k - 1], cursor[k]).
+// The counting sort's scatter: each used entry takes the next slot of its bucket (its value
+// in sorted, its key in skeys). Afterwards cursor[k] is the end of bucket k, so bucket k
+// (k >= 1 in its window) spans [cursor[k - 1], cursor[k]), and the last count's end is the
+// number of used entries.
 KERNEL void pl_scatter(GLOBAL uint *keys, GLOBAL uint *vals, uint entries, uint nb,
-                       GLOBAL uint *cursor, GLOBAL uint *sorted) {
+                       GLOBAL uint *cursor, GLOBAL uint *sorted, GLOBAL uint *skeys) {
   const uint j = GET_GLOBAL_ID();
   if (j >= entries) return;
   const uint k = keys[j];
   if (k % (nb + 1) == 0) return;
   const uint at = PL_ATOMIC_INC(&cursor[k]);
   sorted[at] = vals[j];
+  skeys[at] = k;
 }
 
 #endif
 
-// Bucket b of window w (one thread per used bucket: t = w nb + b - 1) sums its points, term
-// `first + i` for a chunk's entry i: bases[idx[term]] (with `gather`) or bases[term], negated
-// for a negative digit; identity bases are skipped. With `accumulate`, onto what sums[t]
-// holds (the MSM's earlier chunks).
-KERNEL void {P}_pl_buckets(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint gather,
-                           GLOBAL uint *sorted, GLOBAL uint *cursor, uint nb, uint total,
-                           uint accumulate, uint first, GLOBAL {P}_jacobian *sums) {
+// sums[t] = 0 for t < total.
+KERNEL void {P}_pl_zero(GLOBAL {P}_jacobian *sums, uint total) {
+  const uint t = GET_GLOBAL_ID();
+  if (t < total) {
+    const {P}_jacobian zero = {P}_ZERO;
+    sums[t] = zero;
+  }
+}
+
+// Run r: sorted entries [r per, (r + 1) per) of the used ones (cursor[last] of them). Each
+// entry is term `first + i` of the chunk's entry i: bases[idx[term]] (with `gather`) or
+// bases[term], negated for a negative digit; identity bases are skipped. A bucket wholly in the
+// run is added to sums[w nb + digit - 1]; the part of a bucket that started before the run is
+// heads[r], the part of one that goes on after it tails[r] (zero when there is none).
+KERNEL void {P}_pl_runs(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint gather,
+                        GLOBAL uint *sorted, GLOBAL uint *skeys, GLOBAL uint *cursor,
+                        uint last, uint per, uint runs, uint nb, uint first,
+                        GLOBAL {P}_jacobian *sums, GLOBAL {P}_jacobian *heads,
+                        GLOBAL {P}_jacobian *tails) {
+  const uint r = GET_GLOBAL_ID();
+  if (r >= runs) return;
+  const {P}_jacobian zero = {P}_ZERO;
+  heads[r] = zero;
+  tails[r] = zero;
+  const uint used = cursor[last];
+  const uint lo = r * per;
+  if (lo >= used) return;
+  const uint hi = min(lo + per, used);
+  uint j = lo;
+  while (j < hi) {
+    const uint k = skeys[j];
+    const uint start = cursor[k - 1];
+    const uint stop = cursor[k];
+    const uint end = min(stop, hi);
+    {P}_jacobian acc = zero;
+    for (; j < end; j++) {
+      const uint v = sorted[j];
+      const uint term = first + (v & 0x7fffffffu);
+      GLOBAL {P}_affine *b = bases + (gather ? idx[term] : term);
+      if ({P}_is_identity(b)) continue;
+      {P}_affine p = *b;
+      if (v >> 31) {
+        const {F} fzero = {F}_ZERO;
+        p.y = {F}_sub(fzero, p.y);
+      }
+      acc = {P}_add_mixed(acc, p);
+    }
+    if (start < lo) {
+      heads[r] = acc;
+    } else if (stop > hi) {
+      tails[r] = acc;
+    } else {
+      const uint t = (k / (nb + 1)) * nb + k % (nb + 1) - 1;
+      sums[t] = {P}_add(sums[t], acc);
+    }
+  }
+}
+
+// Bucket t (t = w nb + digit - 1) that crosses runs: its tail in the run it starts in and the
+// heads of the runs it goes on into are added to sums[t].
+KERNEL void {P}_pl_fixup(GLOBAL uint *cursor, uint per, uint nb, uint total,
+                         GLOBAL {P}_jacobian *sums, GLOBAL {P}_jacobian *heads,
+                         GLOBAL {P}_jacobian *tails) {
   const uint t = GET_GLOBAL_ID();
   if (t >= total) return;
   const uint k = (t / nb) * (nb + 1) + t % nb + 1;
-  {P}_jacobian acc = {P}_ZERO;
-  if (accumulate) acc = sums[t];
-  const uint end = cursor[k];
-  for (uint j = cursor[k - 1]; j < end; j++) {
-    const uint v = sorted[j];
-    const uint term = first + (v & 0x7fffffffu);
-    GLOBAL {P}_affine *b = bases + (gather ? idx[term] : term);
-    if ({P}_is_identity(b)) continue;
-    {P}_affine p = *b;
-    if (v >> 31) {
-      const {F} zero = {F}_ZERO;
-      p.y = {F}_sub(zero, p.y);
-    }
-    acc = {P}_add_mixed(acc, p);
-  }
-  sums[t] = acc;
+  const uint start = cursor[k - 1];
+  const uint stop = cursor[k];
+  if (stop <= start) return;
+  const uint r0 = start / per;
+  const uint r1 = (stop - 1) / per;
+  if (r0 == r1) return;
+  {P}_jacobian acc = tails[r0];
+  for (uint r = r0 + 1; r <= r1; r++) acc = {P}_add(acc, heads[r]);
+  sums[t] = {P}_add(sums[t], acc);
 }
 
 // Segment s of window w (t = w segs + s) of the window's nb bucket sums (bucket j weighs

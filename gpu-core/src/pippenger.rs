@@ -1,7 +1,8 @@
 //! The sorted-bucket MSM (`pippenger.cl`) driven from the host: signed windows of `c` bits, the
-//! terms sorted by bucket on the device (a counting sort), one thread per bucket, the buckets'
-//! weighted sums by segments on the device, the segments and windows combined on the host.
-//! Terms are taken in chunks that fit the memory left; bucket sums accumulate across chunks.
+//! terms sorted by bucket on the device (a counting sort), the sorted entries added in equal
+//! runs (one thread each: no thread waits on a crowded bucket), the buckets' weighted sums by
+//! segments on the device, the segments and windows combined on the host. Terms are taken in
+//! chunks that fit the memory left; bucket sums accumulate across chunks.
 
 use group::Group;
 use prover_core::ledger::{BackendBuffer, BackendBuffers};
@@ -15,8 +16,10 @@ use crate::msm::DeviceCurve;
 const MAX_C: u32 = 16;
 /// The smallest window.
 const MIN_C: u32 = 2;
-/// Device bytes per term and window: its key, its value and its sorted slot.
-const ENTRY_BYTES: u64 = 12;
+/// Device bytes per term and window: its key, its value, its sorted slot and key.
+const ENTRY_BYTES: u64 = 16;
+/// Sorted entries per run (one thread each).
+const RUN: u32 = 64;
 /// Bucket counts scanned per thread.
 const SCAN_PER: u32 = 1024;
 
@@ -52,6 +55,13 @@ impl Plan {
         self.windows as u64 * (self.buckets as u64 + 1)
     }
 
+    /// Device bytes per term of a chunk: its entries in every window, and its share of the runs'
+    /// heads and tails.
+    fn term_bytes(&self, jac: u64) -> u64 {
+        let entries = self.windows as u64;
+        ENTRY_BYTES * entries + (2 * jac * entries).div_ceil(RUN as u64)
+    }
+
     /// Device bytes that do not depend on the chunk: counts, scan sums, bucket sums, segments.
     fn fixed_bytes(&self, jac: u64) -> u64 {
         let counts = self.counts();
@@ -75,8 +85,9 @@ impl Plan {
                 per,
                 chunk: 0,
             };
-            let fixed = plan.fixed_bytes(jac);
-            let entry = ENTRY_BYTES * windows as u64;
+            // One run's head and tail more than the terms' shares (the last run is partial).
+            let fixed = plan.fixed_bytes(jac) + 2 * jac;
+            let entry = plan.term_bytes(jac);
             if fixed < budget && (budget - fixed) / entry > 0 {
                 // Entries are indexed by u32 on the device.
                 let max_chunk = (u32::MAX as u64 / 2) / windows as u64;
@@ -149,18 +160,28 @@ pub fn msm<D: Device, G: DeviceCurve>(
         fixed.iter().map(DeviceBuffer::bytes).sum(),
     );
     let [counts, sums, buckets, segments] = &fixed;
-    for (k, start) in (0..n).step_by(plan.chunk).enumerate() {
+    launch_threads(
+        q,
+        G::pl_kernels(gpu)[0],
+        total_buckets,
+        &[Arg::Buffer(buckets.raw()), Arg::U32(total_buckets as u32)],
+    )?;
+    for start in (0..n).step_by(plan.chunk) {
         let len = plan.chunk.min(n - start);
         let entries = len * plan.windows as usize;
+        let runs = entries.div_ceil(RUN as usize);
         let keys = gpu.scratch(q, 4 * entries as u64, "MSM keys")?;
         let vals = gpu.scratch(q, 4 * entries as u64, "MSM values")?;
         let sorted = gpu.scratch(q, 4 * entries as u64, "MSM sorted terms")?;
-        let chunk_bufs = [keys, vals, sorted];
+        let skeys = gpu.scratch(q, 4 * entries as u64, "MSM sorted keys")?;
+        let heads = gpu.scratch(q, jac * runs as u64, "MSM run heads")?;
+        let tails = gpu.scratch(q, jac * runs as u64, "MSM run tails")?;
+        let chunk_bufs = [keys, vals, sorted, skeys, heads, tails];
         ledger.register(
             BackendBuffer::DeviceScratch,
             chunk_bufs.iter().map(DeviceBuffer::bytes).sum(),
         );
-        let [keys, vals, sorted] = &chunk_bufs;
+        let [keys, vals, sorted, skeys, heads, tails] = &chunk_bufs;
         launch_threads(
             q,
             &names.pl_zero,
@@ -222,28 +243,48 @@ pub fn msm<D: Device, G: DeviceCurve>(
                 Arg::U32(plan.buckets),
                 Arg::Buffer(counts.raw()),
                 Arg::Buffer(sorted.raw()),
+                Arg::Buffer(skeys.raw()),
             ],
         )?;
         // The terms of this chunk are bases[start..] (dense) or bases[idx[start..]].
-        let (base_arg, idx_arg, gather) = match idx {
-            Some(i) => (bases, i, 1),
-            None => (bases, bases, 0),
+        let (idx_arg, gather) = match idx {
+            Some(i) => (i, 1),
+            None => (bases, 0),
         };
+        let [_, runs_kernel, fixup_kernel] = G::pl_kernels(gpu);
         launch_threads(
             q,
-            G::pl_buckets_kernel(gpu),
-            total_buckets,
+            runs_kernel,
+            runs,
             &[
-                Arg::Buffer(base_arg.raw()),
+                Arg::Buffer(bases.raw()),
                 Arg::Buffer(idx_arg.raw()),
                 Arg::U32(gather),
                 Arg::Buffer(sorted.raw()),
+                Arg::Buffer(skeys.raw()),
                 Arg::Buffer(counts.raw()),
+                Arg::U32(counts_len as u32 - 1),
+                Arg::U32(RUN),
+                Arg::U32(runs as u32),
                 Arg::U32(plan.buckets),
-                Arg::U32(total_buckets as u32),
-                Arg::U32((k > 0) as u32),
                 Arg::U32(start as u32),
                 Arg::Buffer(buckets.raw()),
+                Arg::Buffer(heads.raw()),
+                Arg::Buffer(tails.raw()),
+            ],
+        )?;
+        launch_threads(
+            q,
+            fixup_kernel,
+            total_buckets,
+            &[
+                Arg::Buffer(counts.raw()),
+                Arg::U32(RUN),
+                Arg::U32(plan.buckets),
+                Arg::U32(total_buckets as u32),
+                Arg::Buffer(buckets.raw()),
+                Arg::Buffer(heads.raw()),
+                Arg::Buffer(tails.raw()),
             ],
         )?;
         free_counted(ledger, BackendBuffer::DeviceScratch, chunk_bufs);
@@ -286,13 +327,13 @@ mod tests {
                         per: 1 << (MIN_C - 1),
                         chunk: 0,
                     };
-                    let entry = ENTRY_BYTES * windows as u64;
-                    assert!(smallest.fixed_bytes(144) + entry > budget, "{n} {budget}");
+                    let one = smallest.fixed_bytes(144) + 288 + smallest.term_bytes(144);
+                    assert!(one > budget, "{n} {budget}");
                     continue;
                 };
                 assert!(p.c * p.windows >= 256, "{p:?}");
                 assert!(p.chunk >= 1 && p.chunk <= n.max(1), "{p:?}");
-                let used = p.fixed_bytes(144) + ENTRY_BYTES * p.windows as u64 * p.chunk as u64;
+                let used = p.fixed_bytes(144) + 288 + p.term_bytes(144) * p.chunk as u64;
                 assert!(used <= budget, "{n} {budget} {p:?}");
             }
         }

@@ -65,12 +65,20 @@ pub struct KernelNames {
     pub pl_scan_add: String,
     /// Sorted MSM: the counting sort's scatter.
     pub pl_scatter: String,
-    /// Sorted MSM, G1: bucket sums.
-    pub g1_pl_buckets: String,
+    /// Sorted MSM, G1: bucket sums zeroed.
+    pub g1_pl_zero: String,
+    /// Sorted MSM, G1: runs of sorted entries added.
+    pub g1_pl_runs: String,
+    /// Sorted MSM, G1: buckets crossing runs completed.
+    pub g1_pl_fixup: String,
     /// Sorted MSM, G1: weighted bucket sums by segments.
     pub g1_pl_reduce: String,
-    /// Sorted MSM, G2: bucket sums.
-    pub g2_pl_buckets: String,
+    /// Sorted MSM, G2: bucket sums zeroed.
+    pub g2_pl_zero: String,
+    /// Sorted MSM, G2: runs of sorted entries added.
+    pub g2_pl_runs: String,
+    /// Sorted MSM, G2: buckets crossing runs completed.
+    pub g2_pl_fixup: String,
     /// Sorted MSM, G2: weighted bucket sums by segments.
     pub g2_pl_reduce: String,
 }
@@ -185,7 +193,7 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 20] {
+    pub fn all(&self) -> [&str; 24] {
         [
             &self.radix_fft,
             &self.fill_zero,
@@ -203,9 +211,13 @@ impl KernelNames {
             &self.pl_scan_sums,
             &self.pl_scan_add,
             &self.pl_scatter,
-            &self.g1_pl_buckets,
+            &self.g1_pl_zero,
+            &self.g1_pl_runs,
+            &self.g1_pl_fixup,
             &self.g1_pl_reduce,
-            &self.g2_pl_buckets,
+            &self.g2_pl_zero,
+            &self.g2_pl_runs,
+            &self.g2_pl_fixup,
             &self.g2_pl_reduce,
         ]
     }
@@ -258,9 +270,13 @@ impl KernelSource {
             pl_scan_sums: "pl_scan_sums".into(),
             pl_scan_add: "pl_scan_add".into(),
             pl_scatter: "pl_scatter".into(),
-            g1_pl_buckets: format!("{g1}_pl_buckets"),
+            g1_pl_zero: format!("{g1}_pl_zero"),
+            g1_pl_runs: format!("{g1}_pl_runs"),
+            g1_pl_fixup: format!("{g1}_pl_fixup"),
             g1_pl_reduce: format!("{g1}_pl_reduce"),
-            g2_pl_buckets: format!("{g2}_pl_buckets"),
+            g2_pl_zero: format!("{g2}_pl_zero"),
+            g2_pl_runs: format!("{g2}_pl_runs"),
+            g2_pl_fixup: format!("{g2}_pl_fixup"),
             g2_pl_reduce: format!("{g2}_pl_reduce"),
         };
         KernelSource { text, names }
