@@ -298,6 +298,14 @@ struct GpuWorker<D: Device> {
     msm: MsmKernel,
 }
 
+/// Frees a query's scan, then releases its ledger entry (as `free_counted` does for device
+/// buffers: the ledger never counts less than is held).
+fn release_scan(ledger: &mut BackendBuffers<'_>, scan: Scan) {
+    let bytes = scan.heap_bytes();
+    drop(scan);
+    ledger.release_one(BackendBuffer::HostTemp, bytes);
+}
+
 fn bases<'a, D: Device, G>(
     resident: &'a Option<DeviceBuffer<D>>,
     host: &'a [G],
@@ -367,14 +375,12 @@ impl<D: Device> GpuWorker<D> {
         let l = p.step("msm_l", q, |q| {
             query_msm::<D, G1Affine>(gpu, q, bases(&resident.l, &params.l), &s, msm, ledger)
         })?;
-        ledger.release_one(BackendBuffer::HostTemp, s.heap_bytes());
-        drop(s);
+        release_scan(ledger, s);
         let s = scan(&[&plan.a[0], &plan.a[1]], ledger)?;
         let a = p.step("msm_a", q, |q| {
             query_msm::<D, G1Affine>(gpu, q, bases(&resident.a, &params.a), &s, msm, ledger)
         })?;
-        ledger.release_one(BackendBuffer::HostTemp, s.heap_bytes());
-        drop(s);
+        release_scan(ledger, s);
         // The G2 B query has the G1 one's layout: one scan for both.
         let s = scan(&[&plan.b[0], &plan.b[1]], ledger)?;
         let b_g1 = p.step("msm_b_g1", q, |q| {
@@ -383,8 +389,7 @@ impl<D: Device> GpuWorker<D> {
         let b_g2 = p.step("msm_b_g2", q, |q| {
             query_msm::<D, G2Affine>(gpu, q, bases(&resident.b_g2, &params.b_g2), &s, msm, ledger)
         })?;
-        ledger.release_one(BackendBuffer::HostTemp, s.heap_bytes());
-        drop(s);
+        release_scan(ledger, s);
         q.synchronize()?;
         p.record("host_scan", scan_seconds);
         Ok((AcceleratorSums { h, l, a, b_g1 }, b_g2))

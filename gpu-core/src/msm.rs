@@ -295,16 +295,17 @@ fn bucket_msm<D: Device, G: DeviceCurve>(
     if n == 0 {
         return Ok(G::Projective::identity());
     }
-    // The sorted MSM's buckets for every window at once need more room than the stock
-    // kernel's smallest plan: under a limit too tight for them, the stock kernel runs.
-    let budget = gpu.gauge.available().min(gpu.device.info().max_alloc_bytes);
-    if kernel == MsmKernel::Sorted
-        && crate::pippenger::Plan::new(n, G::JACOBIAN_BYTES, budget).is_some()
-    {
-        return crate::pippenger::msm::<D, G>(gpu, q, bases, idx, exps, exp_offset, n, ledger);
-    }
     let info = gpu.device.info();
     let budget = gpu.gauge.available().min(info.max_alloc_bytes);
+    // The sorted MSM's buckets for every window at once need more room than the stock
+    // kernel's smallest plan: under a limit too tight for them, the stock kernel runs.
+    if kernel == MsmKernel::Sorted {
+        if let Some(plan) = crate::pippenger::Plan::new(n, G::JACOBIAN_BYTES, budget) {
+            return crate::pippenger::msm::<D, G>(
+                gpu, q, &plan, bases, idx, exps, exp_offset, n, ledger,
+            );
+        }
+    }
     let plan = MsmPlan::new(n, info.compute_units, G::JACOBIAN_BYTES, budget).ok_or_else(|| {
         DeviceError::new(
             format!("{} MSM of {n} terms", G::NAME),

@@ -8,7 +8,7 @@ use group::Group;
 use prover_core::ledger::{BackendBuffer, BackendBuffers};
 
 use crate::context::{launch_threads, GpuDevice};
-use crate::device::{bytes_of_mut, Arg, Device, DeviceError, DeviceResult};
+use crate::device::{bytes_of_mut, Arg, Device, DeviceResult, Queue};
 use crate::memory::{free_counted, DeviceBuffer};
 use crate::msm::DeviceCurve;
 
@@ -120,13 +120,14 @@ impl Plan {
     }
 }
 
-/// The sorted MSM of `n` terms: exponents `exps[exp_offset..]` (canonical, on the device),
-/// bases `bases[idx[i]]` (or `bases[i]` without `idx`). Scratch is registered in `ledger`
-/// while it lives.
+/// The sorted MSM of `n` terms under `plan` (made for `n` and the memory left): exponents
+/// `exps[exp_offset..]` (canonical, on the device), bases `bases[idx[i]]` (or `bases[i]`
+/// without `idx`). Scratch is registered in `ledger` while it lives.
 #[allow(clippy::too_many_arguments)]
 pub fn msm<D: Device, G: DeviceCurve>(
     gpu: &GpuDevice<D>,
     q: &mut D::Queue,
+    plan: &Plan,
     bases: &DeviceBuffer<D>,
     idx: Option<&DeviceBuffer<D>>,
     exps: &DeviceBuffer<D>,
@@ -138,13 +139,6 @@ pub fn msm<D: Device, G: DeviceCurve>(
         return Ok(G::Projective::identity());
     }
     let jac = G::JACOBIAN_BYTES;
-    let budget = gpu.gauge.available().min(gpu.device.info().max_alloc_bytes);
-    let plan = Plan::new(n, jac, budget).ok_or_else(|| {
-        DeviceError::new(
-            format!("{} MSM of {n} terms", G::NAME),
-            "no room for one window's buckets under the memory limit",
-        )
-    })?;
     let names = &gpu.names;
     let counts_len = plan.counts() as usize;
     let blocks = counts_len.div_ceil(SCAN_PER as usize);
@@ -303,7 +297,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
         ],
     )?;
     let mut partial = vec![G::Projective::identity(); total_segs];
-    crate::device::Queue::read(q, segments.raw(), 0, bytes_of_mut(&mut partial))?;
+    q.read(segments.raw(), 0, bytes_of_mut(&mut partial))?;
     free_counted(ledger, BackendBuffer::DeviceScratch, fixed);
     Ok(plan.combine(&partial))
 }
