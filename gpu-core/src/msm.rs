@@ -542,6 +542,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn msm_kernel_names_parse_and_anything_else_is_refused() {
+        assert_eq!(MsmKernel::parse("stock"), Ok(MsmKernel::Stock));
+        assert_eq!(MsmKernel::parse(" sorted\n"), Ok(MsmKernel::Sorted));
+        for bad in ["", "Sorted", "fast", "stock,sorted", "\u{0}"] {
+            let err = MsmKernel::parse(bad).unwrap_err();
+            assert!(
+                err.contains("expected `stock` or `sorted`"),
+                "{bad:?}: {err}"
+            );
+        }
+    }
+
+    #[test]
     fn plans_fit_their_budget_and_cover_every_bit() {
         for n in [1usize, 10, 1000, 1 << 20] {
             for units in [1u32, 2, 132] {
