@@ -1,7 +1,7 @@
 //! The device backends' kernels on their first device: OpenCL (POCL here and in CI; NVIDIA's
 //! OpenCL on the GPU machine) and CUDA (the GPU machine). The NTT; G1 and G2 MSMs with the bases
 //! resident and dense exponents on the device (what the H MSM runs); and a G1 query MSM with
-//! PoRep-like scalars (49% zero, 49% one, 2% dense: the host scan, the uploads, the batch
+//! PoRep-like scalars (51% zero, 47% one, 2% dense: the host scan, the uploads, the batch
 //! addition and the bucket MSM, as the l/a/b queries run).
 //!
 //! Sizes: `PROOFLINE_GPU_BENCH=full` takes the GPU machine's (NTT 2^20..2^24, G1 2^16..2^24,
@@ -20,13 +20,10 @@ use gpu_core::device::Device;
 use gpu_core::msm::{dense_msm, query_msm, Bases, DeviceCurve, MsmKernel, Scan};
 use gpu_core::ntt::ntt;
 use gpu_core::{GpuDevice, Queue};
-use proofline_benches::{g1_bases, g2_bases, random_scalars};
-use prover_core::density::{Density, ScalarBytes};
+use proofline_benches::{g1_bases, g2_bases, porep_like_witness, random_scalars};
 use prover_core::ledger::{Stage, StageLedger};
 use prover_core::plan::{Filter, MsmTerm, ScalarSource};
-use prover_core::synthesize::Witness;
 use prover_core::Domain;
-use rand::Rng;
 
 struct Sizes {
     ntt: Vec<u32>,
@@ -143,25 +140,6 @@ fn bench_dense<D: Device, G: DeviceCurve>(
     g.finish();
 }
 
-/// A witness of `n` PoRep-like scalars, every variable used.
-fn bits_witness(n: usize) -> Witness {
-    let mut rng = rand::thread_rng();
-    let aux: Vec<ScalarBytes> = (0..n)
-        .map(|_| match rng.gen_range(0..100) {
-            0..=48 => ScalarBytes::from_scalar(&Scalar::ZERO),
-            49..=97 => ScalarBytes::from_scalar(&Scalar::ONE),
-            _ => ScalarBytes::from_scalar(&Scalar::random(&mut rng)),
-        })
-        .collect();
-    Witness {
-        input: Vec::new(),
-        aux,
-        a_aux_density: Density::default(),
-        b_input_density: Density::default(),
-        b_aux_density: Density::default(),
-    }
-}
-
 fn bench_bits<D: Device>(
     c: &mut Criterion,
     name: String,
@@ -177,7 +155,7 @@ fn bench_bits<D: Device>(
     let mut g = group(c, name);
     for &k in sizes {
         let n = 1usize << k;
-        let w = bits_witness(n);
+        let w = porep_like_witness(n);
         let term = MsmTerm {
             bases: 0..n,
             source: ScalarSource::Aux,

@@ -44,6 +44,8 @@ pub trait DeviceCurve: DeviceCopy {
     fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 3];
     /// The sorted MSM's reduction kernel.
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
+    /// The sorted MSM's kernel adding groups of partial sums.
+    fn pl_sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
 }
 
 /// Which MSM kernel runs the listed and dense terms.
@@ -96,6 +98,9 @@ impl DeviceCurve for G1Affine {
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g1_pl_reduce
     }
+    fn pl_sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g1_pl_sum
+    }
 }
 
 impl DeviceCurve for G2Affine {
@@ -113,6 +118,9 @@ impl DeviceCurve for G2Affine {
     }
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g2_pl_reduce
+    }
+    fn pl_sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g2_pl_sum
     }
 }
 

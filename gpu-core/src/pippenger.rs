@@ -12,14 +12,20 @@ use crate::device::{bytes_of_mut, Arg, Device, DeviceResult, Queue};
 use crate::memory::{free_counted, DeviceBuffer};
 use crate::msm::DeviceCurve;
 
-/// The largest window (buckets per window: 2^(c-1)).
-const MAX_C: u32 = 16;
+/// The largest window a plan takes (buckets per window: 2^(c-1)).
+pub const MAX_C: u32 = 22;
+/// The largest window chosen from the length alone.
+const AUTO_MAX_C: u32 = 16;
 /// The smallest window.
 const MIN_C: u32 = 2;
 /// Device bytes per term and window: its key, its value, its sorted slot and key.
 const ENTRY_BYTES: u64 = 16;
-/// Sorted entries per run (one thread each).
-const RUN: u32 = 64;
+/// Sorted entries per run (one thread each), by default.
+pub const RUN: u32 = 64;
+/// Reduction segments per window at most (a power of two).
+const MAX_SEGS: u32 = 2048;
+/// Partial sums added per thread when a window's segment sums are summed on the device.
+const SUM_GROUP: u32 = 64;
 /// Bucket counts scanned per thread.
 const SCAN_PER: u32 = 1024;
 
@@ -32,6 +38,8 @@ pub struct Plan {
     pub windows: u32,
     /// Buckets per window (`2^(c-1)`: digit magnitudes 1..=2^(c-1)).
     pub buckets: u32,
+    /// Sorted entries per run (one thread each).
+    pub run: u32,
     /// Buckets per reduction segment.
     pub per: u32,
     /// Terms per chunk.
@@ -42,12 +50,25 @@ impl Plan {
     /// The window for `n` terms: about n / 16 buckets per window, within [2, 2^15] (narrow
     /// windows under tight memory: fewer buckets in all).
     pub fn window(n: usize) -> u32 {
-        n.max(1).ilog2().saturating_sub(4).clamp(MIN_C, MAX_C)
+        n.max(1).ilog2().saturating_sub(4).clamp(MIN_C, AUTO_MAX_C)
     }
 
     /// Reduction segments per window.
     pub fn segments(&self) -> u32 {
         self.buckets.div_ceil(self.per)
+    }
+
+    /// The sizes of the device sums of each window's segments, down to one point per window:
+    /// each pass adds groups of up to `SUM_GROUP` (segments are a power of two per window).
+    fn sum_passes(&self) -> Vec<(u32, u32)> {
+        let mut passes = Vec::new();
+        let mut segs = self.segments();
+        while segs > 1 {
+            let g = segs.min(SUM_GROUP);
+            passes.push((g, segs / g));
+            segs /= g;
+        }
+        passes
     }
 
     /// Bucket counts (one unused slot per window).
@@ -59,29 +80,47 @@ impl Plan {
     /// heads and tails.
     fn term_bytes(&self, jac: u64) -> u64 {
         let entries = self.windows as u64;
-        ENTRY_BYTES * entries + (2 * jac * entries).div_ceil(RUN as u64)
+        ENTRY_BYTES * entries + (2 * jac * entries).div_ceil(self.run as u64)
     }
 
-    /// Device bytes that do not depend on the chunk: counts, scan sums, bucket sums, segments.
+    /// Points of the first sum pass's output (0 with one segment per window).
+    fn partials(&self) -> u64 {
+        self.sum_passes()
+            .first()
+            .map_or(0, |&(_, out)| out as u64 * self.windows as u64)
+    }
+
+    /// Device bytes that do not depend on the chunk: counts, scan sums, bucket sums, segments
+    /// and their partial sums.
     fn fixed_bytes(&self, jac: u64) -> u64 {
         let counts = self.counts();
+        let points = self.buckets as u64 + self.segments() as u64;
         4 * counts
             + 4 * counts.div_ceil(SCAN_PER as u64)
-            + jac * self.windows as u64 * (self.buckets as u64 + self.segments() as u64)
+            + jac * (self.windows as u64 * points + self.partials())
     }
 
     /// The plan for `n` terms whose scratch fits in `budget` bytes, for jacobian points of
     /// `jac` bytes: the window from `n`, made smaller until the fixed part fits.
     pub fn new(n: usize, jac: u64, budget: u64) -> Option<Self> {
-        let mut c = Self::window(n);
+        Self::with_window(n, Self::window(n), RUN, jac, budget)
+    }
+
+    /// The plan for `n` terms with windows of at most `c` bits (made smaller until the fixed
+    /// part fits in `budget`) and runs of `run` entries (a benchmark's choice; `new` picks both).
+    pub fn with_window(n: usize, c: u32, run: u32, jac: u64, budget: u64) -> Option<Self> {
+        let mut c = c.clamp(MIN_C, MAX_C);
+        let run = run.max(1);
         loop {
             let buckets = 1u32 << (c - 1);
             let windows = 256u32.div_ceil(c);
-            let per = (buckets / 128).max(16).min(buckets);
+            // Enough segments to fill the device, each a few dozen buckets or more.
+            let per = (buckets / MAX_SEGS).max(32).min(buckets);
             let mut plan = Plan {
                 c,
                 windows,
                 buckets,
+                run,
                 per,
                 chunk: 0,
             };
@@ -103,18 +142,15 @@ impl Plan {
         }
     }
 
-    /// The MSM's value from the segments' sums (`segments[w * segs + s]`): each window's
-    /// segments added, the windows combined from the most significant, `c` doublings apart.
-    pub fn combine<P: Group>(&self, segments: &[P]) -> P {
-        let segs = self.segments() as usize;
+    /// The MSM's value from the windows' sums: combined from the most significant, `c`
+    /// doublings apart.
+    pub fn combine<P: Group>(&self, windows: &[P]) -> P {
         let mut acc = P::identity();
-        for w in (0..self.windows as usize).rev() {
+        for w in windows.iter().rev() {
             for _ in 0..self.c {
                 acc = acc.double();
             }
-            for s in &segments[w * segs..(w + 1) * segs] {
-                acc += s;
-            }
+            acc += w;
         }
         acc
     }
@@ -148,12 +184,13 @@ pub fn msm<D: Device, G: DeviceCurve>(
     let sums = gpu.scratch(q, 4 * blocks as u64, "MSM scan sums")?;
     let buckets = gpu.scratch(q, jac * total_buckets as u64, "MSM bucket sums")?;
     let segments = gpu.scratch(q, jac * total_segs as u64, "MSM segment sums")?;
-    let fixed = [counts, sums, buckets, segments];
+    let partials = gpu.scratch(q, jac * plan.partials().max(1), "MSM partial sums")?;
+    let fixed = [counts, sums, buckets, segments, partials];
     ledger.register(
         BackendBuffer::DeviceScratch,
         fixed.iter().map(DeviceBuffer::bytes).sum(),
     );
-    let [counts, sums, buckets, segments] = &fixed;
+    let [counts, sums, buckets, segments, partials] = &fixed;
     launch_threads(
         q,
         G::pl_kernels(gpu)[0],
@@ -163,7 +200,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
     for start in (0..n).step_by(plan.chunk) {
         let len = plan.chunk.min(n - start);
         let entries = len * plan.windows as usize;
-        let runs = entries.div_ceil(RUN as usize);
+        let runs = entries.div_ceil(plan.run as usize);
         let keys = gpu.scratch(q, 4 * entries as u64, "MSM keys")?;
         let vals = gpu.scratch(q, 4 * entries as u64, "MSM values")?;
         let sorted = gpu.scratch(q, 4 * entries as u64, "MSM sorted terms")?;
@@ -258,7 +295,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
                 Arg::Buffer(skeys.raw()),
                 Arg::Buffer(counts.raw()),
                 Arg::U32(counts_len as u32 - 1),
-                Arg::U32(RUN),
+                Arg::U32(plan.run),
                 Arg::U32(runs as u32),
                 Arg::U32(plan.buckets),
                 Arg::U32(start as u32),
@@ -273,7 +310,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
             total_buckets,
             &[
                 Arg::Buffer(counts.raw()),
-                Arg::U32(RUN),
+                Arg::U32(plan.run),
                 Arg::U32(plan.buckets),
                 Arg::U32(total_buckets as u32),
                 Arg::Buffer(buckets.raw()),
@@ -296,10 +333,29 @@ pub fn msm<D: Device, G: DeviceCurve>(
             Arg::Buffer(segments.raw()),
         ],
     )?;
-    let mut partial = vec![G::Projective::identity(); total_segs];
-    q.read(segments.raw(), 0, bytes_of_mut(&mut partial))?;
+    // Each window's segment sums added on the device, in passes, ping-ponging between the
+    // segments' buffer and the partials'.
+    let mut from = segments;
+    let mut to = partials;
+    for (group, out) in plan.sum_passes() {
+        let total = (out * plan.windows) as usize;
+        launch_threads(
+            q,
+            G::pl_sum_kernel(gpu),
+            total,
+            &[
+                Arg::Buffer(from.raw()),
+                Arg::U32(group),
+                Arg::U32(total as u32),
+                Arg::Buffer(to.raw()),
+            ],
+        )?;
+        std::mem::swap(&mut from, &mut to);
+    }
+    let mut windows = vec![G::Projective::identity(); plan.windows as usize];
+    q.read(from.raw(), 0, bytes_of_mut(&mut windows))?;
     free_counted(ledger, BackendBuffer::DeviceScratch, fixed);
-    Ok(plan.combine(&partial))
+    Ok(plan.combine(&windows))
 }
 
 #[cfg(test)]
@@ -318,6 +374,7 @@ mod tests {
                         c: MIN_C,
                         windows,
                         buckets: 1 << (MIN_C - 1),
+                        run: RUN,
                         per: 1 << (MIN_C - 1),
                         chunk: 0,
                     };
@@ -331,6 +388,32 @@ mod tests {
                 assert!(used <= budget, "{n} {budget} {p:?}");
             }
         }
+        // Every window's segments are summed down to one point, in groups the kernel takes.
+        for c in MIN_C..=MAX_C {
+            let p = Plan::with_window(1 << 20, c, RUN, 144, u64::MAX).unwrap();
+            assert_eq!(p.c, c);
+            assert!(p.segments().is_power_of_two() && p.segments() <= MAX_SEGS);
+            assert_eq!(p.segments() * p.per, p.buckets, "{p:?}");
+            let mut segs = p.segments();
+            for (g, out) in p.sum_passes() {
+                assert!(g <= SUM_GROUP && g * out == segs, "{p:?}");
+                segs = out;
+            }
+            assert_eq!(segs, 1, "{p:?}");
+        }
+        // A window past the largest is clamped; a tight budget narrows it.
+        assert_eq!(
+            Plan::with_window(1 << 20, 40, RUN, 144, u64::MAX)
+                .unwrap()
+                .c,
+            MAX_C
+        );
+        assert!(
+            Plan::with_window(1 << 20, 20, RUN, 144, 64 << 20)
+                .unwrap()
+                .c
+                < 20
+        );
         // Big MSMs get wide windows.
         assert_eq!(Plan::window(1 << 20), 16);
         assert_eq!(Plan::window(1 << 16), 12);
@@ -344,10 +427,11 @@ mod tests {
             c: 5,
             windows: 3,
             buckets: 16,
+            run: RUN,
             per: 16,
             chunk: 1,
         };
-        // One segment per window: window w's sum counts 2^(5w).
+        // Window w's sum counts 2^(5w).
         let got = plan.combine(&[g, g.double(), g]);
         let want = g + g * blstrs::Scalar::from(2u64 << 5) + g * blstrs::Scalar::from(1u64 << 10);
         assert_eq!(got, want);

@@ -73,6 +73,8 @@ pub struct KernelNames {
     pub g1_pl_fixup: String,
     /// Sorted MSM, G1: weighted bucket sums by segments.
     pub g1_pl_reduce: String,
+    /// Sorted MSM, G1: groups of partial sums added.
+    pub g1_pl_sum: String,
     /// Sorted MSM, G2: bucket sums zeroed.
     pub g2_pl_zero: String,
     /// Sorted MSM, G2: runs of sorted entries added.
@@ -81,6 +83,8 @@ pub struct KernelNames {
     pub g2_pl_fixup: String,
     /// Sorted MSM, G2: weighted bucket sums by segments.
     pub g2_pl_reduce: String,
+    /// Sorted MSM, G2: groups of partial sums added.
+    pub g2_pl_sum: String,
 }
 
 /// ec-gpu-gen's builder keeps its parts in hash sets, so the order of the fields and of the
@@ -193,7 +197,7 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 24] {
+    pub fn all(&self) -> [&str; 26] {
         [
             &self.radix_fft,
             &self.fill_zero,
@@ -215,10 +219,12 @@ impl KernelNames {
             &self.g1_pl_runs,
             &self.g1_pl_fixup,
             &self.g1_pl_reduce,
+            &self.g1_pl_sum,
             &self.g2_pl_zero,
             &self.g2_pl_runs,
             &self.g2_pl_fixup,
             &self.g2_pl_reduce,
+            &self.g2_pl_sum,
         ]
     }
 }
@@ -274,10 +280,12 @@ impl KernelSource {
             g1_pl_runs: format!("{g1}_pl_runs"),
             g1_pl_fixup: format!("{g1}_pl_fixup"),
             g1_pl_reduce: format!("{g1}_pl_reduce"),
+            g1_pl_sum: format!("{g1}_pl_sum"),
             g2_pl_zero: format!("{g2}_pl_zero"),
             g2_pl_runs: format!("{g2}_pl_runs"),
             g2_pl_fixup: format!("{g2}_pl_fixup"),
             g2_pl_reduce: format!("{g2}_pl_reduce"),
+            g2_pl_sum: format!("{g2}_pl_sum"),
         };
         KernelSource { text, names }
     }

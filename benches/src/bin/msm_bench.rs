@@ -1,0 +1,335 @@
+//! `msm-bench`: the device MSMs at the sizes a GPU machine can hold, every result checked.
+//!
+//! G1 and G2 MSMs over distinct bases with known logarithms (so each result is compared with the
+//! exact answer, warm-up calls included), bases and exponents resident on the device (what the
+//! H MSM runs), or PoRep-like scalars (51% zero, 47% one, 2% dense) through the query path (the
+//! host scan, the uploads, the batch addition of the ones and the MSM of the rest, as the l, a
+//! and b_g1 queries run). One line per measurement:
+//!
+//! `msm <curve> <mix> <kernel> c=<window> run=<run> 2^<k> <median ms> <min ms> <runs>`
+//!
+//! then `check ok` or the failure. A wrong result is an error (exit status 1) after the rest
+//! has run. Sorted-kernel windows and run lengths can be swept (`--window 16,18,20 --run
+//! 32,64`); `auto` is the choice the prover makes.
+
+use std::time::Instant;
+
+use blstrs::{G1Affine, G1Projective, G2Affine};
+use clap::Parser;
+use gpu_core::device::Device;
+use gpu_core::msm::{dense_msm, query_msm, Bases, DeviceCurve, MsmKernel, Scan};
+use gpu_core::pippenger::{self, Plan};
+use gpu_core::GpuDevice;
+use group::{Curve, Group};
+use proofline_benches::{porep_like_witness, random_scalars, KnownBases};
+use prover_core::ledger::{Stage, StageLedger};
+use prover_core::plan::{Filter, MsmTerm, ScalarSource};
+
+#[derive(Parser, Debug)]
+#[command(name = "msm-bench", about = "Device MSMs, every result checked")]
+struct Args {
+    /// `cuda` or `opencl` (the first device).
+    #[arg(long, default_value = "cuda")]
+    api: String,
+    /// G1 sizes as log2, comma-separated (`none`: none).
+    #[arg(long, default_value = "16,18,20", value_parser = sizes)]
+    g1: Sizes,
+    /// G2 sizes as log2 (`none`: none).
+    #[arg(long, default_value = "16", value_parser = sizes)]
+    g2: Sizes,
+    /// Scalar mixes: `dense` (G1 and G2) and `porep` (G1).
+    #[arg(long, value_delimiter = ',', default_value = "dense,porep")]
+    mix: Vec<String>,
+    /// MSM kernels: `stock`, `sorted`.
+    #[arg(long, value_delimiter = ',', default_value = "sorted")]
+    kernel: Vec<String>,
+    /// Sorted-kernel windows (bits) for dense MSMs: `auto` or numbers.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
+    window: Vec<String>,
+    /// Sorted-kernel run lengths for dense MSMs (with a numeric window).
+    #[arg(long, value_delimiter = ',', default_value = "64")]
+    run: Vec<u32>,
+    /// Timed calls per measurement (the median and minimum are printed).
+    #[arg(long, default_value_t = 7)]
+    reps: usize,
+    /// Untimed (but checked) calls first.
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+}
+
+/// Sizes as log2.
+#[derive(Clone, Debug)]
+struct Sizes(Vec<u32>);
+
+fn sizes(s: &str) -> Result<Sizes, String> {
+    if s.is_empty() || s == "none" {
+        return Ok(Sizes(Vec::new()));
+    }
+    s.split(',')
+        .map(|x| match x.trim().parse::<u32>() {
+            Ok(k) if (1..=31).contains(&k) => Ok(k),
+            _ => Err(format!("{x}: a log2 size from 1 to 31")),
+        })
+        .collect::<Result<_, _>>()
+        .map(Sizes)
+}
+
+/// One configuration of a measurement.
+#[derive(Clone, Copy)]
+struct Config {
+    kernel: MsmKernel,
+    /// A window and run length for the sorted kernel (`None`: the prover's choice).
+    shape: Option<(u32, u32)>,
+}
+
+impl Config {
+    fn label(&self) -> String {
+        let kernel = match self.kernel {
+            MsmKernel::Stock => "stock",
+            MsmKernel::Sorted => "sorted",
+        };
+        match self.shape {
+            Some((c, run)) => format!("{kernel} c={c} run={run}"),
+            None => format!("{kernel} c=auto run=auto"),
+        }
+    }
+}
+
+fn configs(args: &Args, porep: bool) -> Result<Vec<Config>, String> {
+    let mut out = Vec::new();
+    for k in &args.kernel {
+        let kernel = MsmKernel::parse(k)?;
+        if kernel == MsmKernel::Stock || porep {
+            out.push(Config {
+                kernel,
+                shape: None,
+            });
+            continue;
+        }
+        for w in &args.window {
+            if w == "auto" {
+                out.push(Config {
+                    kernel,
+                    shape: None,
+                });
+                continue;
+            }
+            let c: u32 = w
+                .parse()
+                .map_err(|_| format!("--window {w}: a number or auto"))?;
+            for &run in &args.run {
+                out.push(Config {
+                    kernel,
+                    shape: Some((c, run)),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Times `call` (`warmup` + `reps` calls, each checked against `want`) and prints the line.
+fn measure<P: PartialEq>(
+    line: &str,
+    args: &Args,
+    want: &P,
+    mut call: impl FnMut() -> Result<P, String>,
+) -> bool {
+    let mut times = Vec::new();
+    let mut ok = true;
+    for i in 0..args.warmup + args.reps {
+        let t = Instant::now();
+        match call() {
+            Ok(got) => {
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                if got != *want {
+                    ok = false;
+                }
+                if i >= args.warmup {
+                    times.push(ms);
+                }
+            }
+            Err(e) => {
+                println!("{line} error: {e}");
+                return false;
+            }
+        }
+    }
+    let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+    let med = median(&mut times);
+    let check = if ok { "check ok" } else { "check FAILED" };
+    println!("{line} {med:.3} {min:.3} {} {check}", args.reps);
+    ok
+}
+
+/// Every dense measurement of one curve; false if any result was wrong.
+fn dense<D: Device, G>(gpu: &GpuDevice<D>, args: &Args, curve: &str, sizes: &[u32]) -> bool
+where
+    G: DeviceCurve,
+    G::Projective: Curve<AffineRepr = G> + Group<Scalar = blstrs::Scalar> + Send + Sync,
+    G: Default + Clone + Send + Sync,
+{
+    let Some(&max) = sizes.iter().max() else {
+        return true;
+    };
+    let configs = match configs(args, false) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("{e}");
+            return false;
+        }
+    };
+    let t = Instant::now();
+    let bases = KnownBases::<G::Projective>::new(1 << max);
+    let exps = random_scalars(1 << max);
+    eprintln!(
+        "{curve}: 2^{max} bases and exponents made in {:.1?}",
+        t.elapsed()
+    );
+    let mut q = gpu.device.queue().expect("a queue");
+    let bases_buf = gpu
+        .upload(&mut q, &bases.points, "bases")
+        .expect("bases fit");
+    let exps_buf = gpu
+        .upload(&mut q, &exps, "exponents")
+        .expect("exponents fit");
+    let ledger = StageLedger::new();
+    let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
+    let mut all_ok = true;
+    for &k in sizes {
+        let n = 1usize << k;
+        let want = bases.msm(&exps[..n]);
+        for cfg in &configs {
+            let line = format!("msm {curve} dense {} 2^{k}", cfg.label());
+            let ok = measure(&line, args, &want, || {
+                let mut buffers = token.backend_buffers();
+                match cfg.shape {
+                    None => dense_msm::<D, G>(
+                        gpu,
+                        &mut q,
+                        Bases::Resident(&bases_buf),
+                        &exps_buf,
+                        n,
+                        cfg.kernel,
+                        &mut buffers,
+                    )
+                    .map_err(|e| e.to_string()),
+                    Some((c, run)) => {
+                        let budget = gpu.gauge.available().min(gpu.device.info().max_alloc_bytes);
+                        let plan = Plan::with_window(n, c, run, G::JACOBIAN_BYTES, budget)
+                            .ok_or_else(|| format!("no room for a window of {c} bits"))?;
+                        pippenger::msm::<D, G>(
+                            gpu,
+                            &mut q,
+                            &plan,
+                            &bases_buf,
+                            None,
+                            &exps_buf,
+                            0,
+                            n,
+                            &mut buffers,
+                        )
+                        .map_err(|e| e.to_string())
+                    }
+                }
+            });
+            all_ok &= ok;
+        }
+    }
+    all_ok
+}
+
+/// Every PoRep-like G1 measurement; false if any result was wrong.
+fn porep<D: Device>(gpu: &GpuDevice<D>, args: &Args, sizes: &[u32]) -> bool {
+    let Some(&max) = sizes.iter().max() else {
+        return true;
+    };
+    let configs = match configs(args, true) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("{e}");
+            return false;
+        }
+    };
+    let bases = KnownBases::<G1Projective>::new(1 << max);
+    let mut q = gpu.device.queue().expect("a queue");
+    let bases_buf = gpu
+        .upload(&mut q, &bases.points, "bases")
+        .expect("bases fit");
+    let ledger = StageLedger::new();
+    let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
+    let mut all_ok = true;
+    for &k in sizes {
+        let n = 1usize << k;
+        let w = porep_like_witness(n);
+        let want = bases.msm(&w.aux);
+        let term = MsmTerm {
+            bases: 0..n,
+            source: ScalarSource::Aux,
+            filter: Filter::All,
+        };
+        for cfg in &configs {
+            let line = format!("msm g1 porep {} 2^{k}", cfg.label());
+            all_ok &= measure(&line, args, &want, || {
+                let scan = Scan::new([&term], &w).map_err(|e| e.to_string())?;
+                query_msm::<D, G1Affine>(
+                    gpu,
+                    &mut q,
+                    Bases::Resident(&bases_buf),
+                    &scan,
+                    cfg.kernel,
+                    &mut token.backend_buffers(),
+                )
+                .map_err(|e| e.to_string())
+            });
+        }
+    }
+    all_ok
+}
+
+fn run<D: Device>(gpu: &GpuDevice<D>, args: &Args) -> bool {
+    let mixes: Vec<&str> = args.mix.iter().map(String::as_str).collect();
+    let mut ok = true;
+    if mixes.contains(&"dense") {
+        ok &= dense::<D, G1Affine>(gpu, args, "g1", &args.g1.0);
+        ok &= dense::<D, G2Affine>(gpu, args, "g2", &args.g2.0);
+    }
+    if mixes.contains(&"porep") {
+        ok &= porep(gpu, args, &args.g1.0);
+    }
+    ok
+}
+
+fn main() {
+    let args = Args::parse();
+    println!("# msm <curve> <mix> <kernel> c=<window> run=<run> 2^<k> <median ms> <min ms> <runs>");
+    let ok = match args.api.as_str() {
+        "cuda" => match backend_cuda::open(backend_cuda::CudaOptions::default()) {
+            Ok(b) => run(b.device(0).expect("a device"), &args),
+            Err(e) => {
+                eprintln!("msm-bench: CUDA: {e}");
+                std::process::exit(2);
+            }
+        },
+        "opencl" => match backend_opencl::open(backend_opencl::OpenClOptions::default()) {
+            Ok(b) => run(b.device(0).expect("a device"), &args),
+            Err(e) => {
+                eprintln!("msm-bench: OpenCL: {e}");
+                std::process::exit(2);
+            }
+        },
+        other => {
+            eprintln!("msm-bench: --api {other}: expected cuda or opencl");
+            std::process::exit(2);
+        }
+    };
+    if !ok {
+        eprintln!("msm-bench: a result was wrong or a call failed");
+        std::process::exit(1);
+    }
+}
