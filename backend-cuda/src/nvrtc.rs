@@ -94,7 +94,12 @@ pub fn compile_cubin(source: &KernelSource, arch: (i32, i32)) -> Result<Vec<u8>,
     let name = CString::new("proofline.cu").expect("no NUL");
     let prog = cudarc::nvrtc::result::create_program(&text, Some(&name))
         .map_err(|e| format!("nvrtcCreateProgram: {e:?}"))?;
-    let opts = [format!("--gpu-architecture=sm_{}{}", arch.0, arch.1)];
+    // `--split-compile=0`: optimisation passes in parallel, on every core (the program is one
+    // large translation unit; minutes on a small machine otherwise).
+    let opts = [
+        format!("--gpu-architecture=sm_{}{}", arch.0, arch.1),
+        "--split-compile=0".to_string(),
+    ];
     // SAFETY: `prog` is a live program; options are valid strings.
     let compiled = unsafe { cudarc::nvrtc::result::compile_program(prog, &opts) };
     let result = match compiled {

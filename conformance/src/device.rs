@@ -250,6 +250,9 @@ pub const STREAM_LIMIT: u64 = 320 << 10;
 /// sum. With `stream`, give the device a limit of [`STREAM_LIMIT`].
 pub fn check_msms<D: Device>(gpu: &GpuDevice<D>, stream: bool) {
     let mut rng = rand::thread_rng();
+    if !stream {
+        check_sorted_shapes(gpu, &mut rng);
+    }
     for kernel in [MsmKernel::Stock, MsmKernel::Sorted] {
         check_msm(gpu, &mut rng, stream, kernel, |r, zero| {
             if zero {
@@ -265,6 +268,60 @@ pub fn check_msms<D: Device>(gpu: &GpuDevice<D>, stream: bool) {
                 G2Projective::random(r).to_affine()
             }
         });
+    }
+}
+
+/// The sorted MSM under shapes the prover does not pick by itself, against the CPU: runs of one
+/// entry and of 64, all-equal scalars (every window's terms in one bucket, spanning thousands of
+/// runs: the fixup's sums by 64 and 4096 runs) and dense ones, over repeated bases with an
+/// identity among them (doublings inside a bucket). A changed scalar changes the sum.
+fn check_sorted_shapes<D: Device>(gpu: &GpuDevice<D>, rng: &mut impl RngCore) {
+    use gpu_core::pippenger::{msm as sorted_msm, Plan};
+    let n = 9000;
+    let mut q = gpu.device.queue().unwrap();
+    let distinct: Vec<G1Affine> = (0..5)
+        .map(|i| {
+            if i == 4 {
+                G1Affine::identity()
+            } else {
+                G1Projective::random(&mut *rng).to_affine()
+            }
+        })
+        .collect();
+    let bases: Vec<G1Affine> = (0..n).map(|_| distinct[rng.gen_range(0..5)]).collect();
+    let bases_buf = gpu.upload(&mut q, &bases, "bases").unwrap();
+    let ledger = StageLedger::new();
+    let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
+    for mix in [Mix::Equal, Mix::Dense] {
+        let sc = scalars(mix, n, rng);
+        let want = msm(&bases, &sc, None);
+        // The twin changes a term whose base is not the identity.
+        let j = (0..n).find(|&j| bases[j] != distinct[4]).unwrap();
+        let mut bad = sc.clone();
+        bad[j] = ScalarBytes::from_scalar(&(sc[j].to_scalar().unwrap() + Scalar::ONE));
+        for (c, run) in [(Plan::window(n), 1), (Plan::window(n), 64), (11, 1)] {
+            let plan = Plan::with_window(n, c, run, 144, 1 << 30).unwrap();
+            for (exps, twin) in [(&sc, false), (&bad, true)] {
+                let exps_buf = gpu.upload(&mut q, exps, "exponents").unwrap();
+                let got = sorted_msm::<D, G1Affine>(
+                    gpu,
+                    &mut q,
+                    &plan,
+                    &bases_buf,
+                    None,
+                    &exps_buf,
+                    0,
+                    n,
+                    &mut token.backend_buffers(),
+                )
+                .unwrap();
+                if twin {
+                    assert_ne!(got, want, "{mix:?} {plan:?}: twin");
+                } else {
+                    assert_eq!(got, want, "{mix:?} {plan:?}");
+                }
+            }
+        }
     }
 }
 

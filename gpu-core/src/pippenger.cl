@@ -11,7 +11,8 @@
 //      shared among threads), adding in XYZZ coordinates (the cheapest mixed addition) and
 //      converting once per bucket: a bucket wholly inside a run is added to its sum there, the
 //      parts of buckets crossing a run's ends are left as the run's head and tail;
-//      {P}_pl_fixup then adds, per crossing bucket, the parts of the runs it spans;
+//      {P}_pl_fixup then adds, per crossing bucket, the parts of the runs it spans (long
+//      spans by groups of 64 and 4096 runs summed beforehand);
 //   5. {P}_pl_reduce: one thread per segment of a window's buckets computes sum(weight * bucket)
 //      of the segment; {P}_pl_sum adds each window's segments (in passes of groups); the host
 //      combines the windows.
@@ -23,8 +24,10 @@
 
 #ifdef CUDA
 #define PL_ATOMIC_INC(p) atomicAdd((p), 1u)
+#define PL_BOUNDS(threads, groups) __launch_bounds__(threads, groups)
 #else
 #define PL_ATOMIC_INC(p) atomic_inc(p)
+#define PL_BOUNDS(threads, groups)
 #endif
 
 // Bits [s, s + c) of a 256-bit little-endian number (c < 32; zero beyond bit 255).
@@ -223,12 +226,15 @@ DEVICE {P}_affine {P}_pl_base(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint g
 // bucket wholly in the run is added (in XYZZ coordinates) to sums[w nb + digit - 1]; the part
 // of a bucket that started before the run is heads[r], the part of one that goes on after it
 // tails[r] (zero when there is none).
-KERNEL void {P}_pl_runs(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint gather,
-                        GLOBAL uint *sorted, GLOBAL uint *skeys, GLOBAL uint *cursor,
-                        uint last, uint per, uint runs, uint nb, uint first,
-                        GLOBAL {P}_jacobian *sums, GLOBAL {P}_jacobian *heads,
-                        GLOBAL {P}_jacobian *tails) {
-  const uint r = GET_GLOBAL_ID();
+#define {P}_PL_RUNS_PARAMS                                                                \
+  GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint gather, GLOBAL uint *sorted,              \
+      GLOBAL uint *skeys, GLOBAL uint *cursor, uint last, uint per, uint runs, uint nb,       \
+      uint first, GLOBAL {P}_jacobian *sums, GLOBAL {P}_jacobian *heads,                     \
+      GLOBAL {P}_jacobian *tails
+#define {P}_PL_RUNS_ARGS                                                                  \
+  bases, idx, gather, sorted, skeys, cursor, last, per, runs, nb, first, sums, heads, tails
+
+DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   if (r >= runs) return;
   const {P}_jacobian zero = {P}_ZERO;
   heads[r] = zero;
@@ -269,11 +275,32 @@ KERNEL void {P}_pl_runs(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint gather,
   }
 }
 
-// Bucket t (t = w nb + digit - 1) that crosses runs: its tail in the run it starts in and the
-// heads of the runs it goes on into are added to sums[t].
+KERNEL void {P}_pl_runs({P}_PL_RUNS_PARAMS) {
+  const uint r = GET_GLOBAL_ID();
+  {P}_pl_runs_at(r, {P}_PL_RUNS_ARGS);
+}
+
+// The same with fewer registers per thread on CUDA (more threads resident per multiprocessor):
+// 6 and 8 groups of 64 threads per multiprocessor at least (a tuning experiment).
+KERNEL void PL_BOUNDS(64, 6) {P}_pl_runs_b6({P}_PL_RUNS_PARAMS) {
+  const uint r = GET_GLOBAL_ID();
+  {P}_pl_runs_at(r, {P}_PL_RUNS_ARGS);
+}
+
+KERNEL void PL_BOUNDS(64, 8) {P}_pl_runs_b8({P}_PL_RUNS_PARAMS) {
+  const uint r = GET_GLOBAL_ID();
+  {P}_pl_runs_at(r, {P}_PL_RUNS_ARGS);
+}
+
+// Bucket t (t = w nb + digit - 1) that crosses runs: its tail in the run r0 it starts in and
+// the heads of the runs r0 + 1..=r1 it goes on into are added to sums[t]. Aligned groups of 64
+// and 4096 runs wholly inside the span are taken from heads64 and heads4096 (the heads summed
+// by {P}_pl_sum), so a crowded bucket (a narrow top window, equal scalars) costs a few hundred
+// additions, not one per run.
 KERNEL void {P}_pl_fixup(GLOBAL uint *cursor, uint per, uint nb, uint total,
                          GLOBAL {P}_jacobian *sums, GLOBAL {P}_jacobian *heads,
-                         GLOBAL {P}_jacobian *tails) {
+                         GLOBAL {P}_jacobian *tails, GLOBAL {P}_jacobian *heads64,
+                         GLOBAL {P}_jacobian *heads4096) {
   const uint t = GET_GLOBAL_ID();
   if (t >= total) return;
   const uint k = (t / nb) * (nb + 1) + t % nb + 1;
@@ -284,7 +311,19 @@ KERNEL void {P}_pl_fixup(GLOBAL uint *cursor, uint per, uint nb, uint total,
   const uint r1 = (stop - 1) / per;
   if (r0 == r1) return;
   {P}_jacobian acc = tails[r0];
-  for (uint r = r0 + 1; r <= r1; r++) acc = {P}_add(acc, heads[r]);
+  uint r = r0 + 1;
+  while (r <= r1) {
+    if ((r & 4095) == 0 && r1 - r >= 4095) {
+      acc = {P}_add(acc, heads4096[r >> 12]);
+      r += 4096;
+    } else if ((r & 63) == 0 && r1 - r >= 63) {
+      acc = {P}_add(acc, heads64[r >> 6]);
+      r += 64;
+    } else {
+      acc = {P}_add(acc, heads[r]);
+      r += 1;
+    }
+  }
   sums[t] = {P}_add(sums[t], acc);
 }
 
@@ -313,12 +352,14 @@ KERNEL void {P}_pl_reduce(GLOBAL {P}_jacobian *sums, uint nb, uint per, uint seg
   out[t] = {P}_add(res, m);
 }
 
-// out[t] = in[t g] + ... + in[t g + g - 1] for t < total.
-KERNEL void {P}_pl_sum(GLOBAL {P}_jacobian *in, uint g, uint total, GLOBAL {P}_jacobian *out) {
+// out[t] = in[t g] + ... + in[t g + g - 1] (those below n) for t < total.
+KERNEL void {P}_pl_sum(GLOBAL {P}_jacobian *in, uint n, uint g, uint total,
+                       GLOBAL {P}_jacobian *out) {
   const uint t = GET_GLOBAL_ID();
   if (t >= total) return;
-  GLOBAL {P}_jacobian *x = in + (ulong)t * g;
+  const ulong lo = (ulong)t * g;
+  const ulong hi = min(lo + g, (ulong)n);
   {P}_jacobian acc = {P}_ZERO;
-  for (uint i = 0; i < g; i++) acc = {P}_add(acc, x[i]);
+  for (ulong i = lo; i < hi; i++) acc = {P}_add(acc, in[i]);
   out[t] = acc;
 }

@@ -77,10 +77,10 @@ impl Plan {
     }
 
     /// Device bytes per term of a chunk: its entries in every window, and its share of the runs'
-    /// heads and tails.
+    /// heads and tails and of the heads' sums by 64 and 4096 (bounded by a third point per run).
     fn term_bytes(&self, jac: u64) -> u64 {
         let entries = self.windows as u64;
-        ENTRY_BYTES * entries + (2 * jac * entries).div_ceil(self.run as u64)
+        ENTRY_BYTES * entries + (3 * jac * entries).div_ceil(self.run as u64)
     }
 
     /// Points of the first sum pass's output (0 with one segment per window).
@@ -124,8 +124,9 @@ impl Plan {
                 per,
                 chunk: 0,
             };
-            // One run's head and tail more than the terms' shares (the last run is partial).
-            let fixed = plan.fixed_bytes(jac) + 2 * jac;
+            // One run's head and tail and one sum of each level more than the terms' shares
+            // (the last run and the last groups are partial).
+            let fixed = plan.fixed_bytes(jac) + 4 * jac;
             let entry = plan.term_bytes(jac);
             if fixed < budget && (budget - fixed) / entry > 0 {
                 // Entries are indexed by u32 on the device.
@@ -207,12 +208,16 @@ pub fn msm<D: Device, G: DeviceCurve>(
         let skeys = gpu.scratch(q, 4 * entries as u64, "MSM sorted keys")?;
         let heads = gpu.scratch(q, jac * runs as u64, "MSM run heads")?;
         let tails = gpu.scratch(q, jac * runs as u64, "MSM run tails")?;
-        let chunk_bufs = [keys, vals, sorted, skeys, heads, tails];
+        let runs64 = runs.div_ceil(64);
+        let runs4096 = runs.div_ceil(4096);
+        let heads64 = gpu.scratch(q, jac * runs64 as u64, "MSM run heads by 64")?;
+        let heads4096 = gpu.scratch(q, jac * runs4096 as u64, "MSM run heads by 4096")?;
+        let chunk_bufs = [keys, vals, sorted, skeys, heads, tails, heads64, heads4096];
         ledger.register(
             BackendBuffer::DeviceScratch,
             chunk_bufs.iter().map(DeviceBuffer::bytes).sum(),
         );
-        let [keys, vals, sorted, skeys, heads, tails] = &chunk_bufs;
+        let [keys, vals, sorted, skeys, heads, tails, heads64, heads4096] = &chunk_bufs;
         launch_threads(
             q,
             &names.pl_zero,
@@ -283,6 +288,13 @@ pub fn msm<D: Device, G: DeviceCurve>(
             None => (bases, 0),
         };
         let [_, runs_kernel, fixup_kernel] = G::pl_kernels(gpu);
+        // A tuning experiment: `PROOFLINE_GPU_PL_RUNS=b6|b8` takes the runs kernel compiled for
+        // at least 6 or 8 groups of 64 threads per multiprocessor (CUDA; the same code elsewhere).
+        let runs_kernel = match std::env::var("PROOFLINE_GPU_PL_RUNS").as_deref() {
+            Ok(v @ ("b6" | "b8")) => format!("{runs_kernel}_{v}"),
+            _ => runs_kernel.to_string(),
+        };
+        let runs_kernel = runs_kernel.as_str();
         launch_threads(
             q,
             runs_kernel,
@@ -304,6 +316,24 @@ pub fn msm<D: Device, G: DeviceCurve>(
                 Arg::Buffer(tails.raw()),
             ],
         )?;
+        // The heads summed by 64 and by 4096 runs, for buckets spanning many runs.
+        for (from, n, to, total) in [
+            (heads, runs, heads64, runs64),
+            (heads64, runs64, heads4096, runs4096),
+        ] {
+            launch_threads(
+                q,
+                G::pl_sum_kernel(gpu),
+                total,
+                &[
+                    Arg::Buffer(from.raw()),
+                    Arg::U32(n as u32),
+                    Arg::U32(64),
+                    Arg::U32(total as u32),
+                    Arg::Buffer(to.raw()),
+                ],
+            )?;
+        }
         launch_threads(
             q,
             fixup_kernel,
@@ -316,6 +346,8 @@ pub fn msm<D: Device, G: DeviceCurve>(
                 Arg::Buffer(buckets.raw()),
                 Arg::Buffer(heads.raw()),
                 Arg::Buffer(tails.raw()),
+                Arg::Buffer(heads64.raw()),
+                Arg::Buffer(heads4096.raw()),
             ],
         )?;
         free_counted(ledger, BackendBuffer::DeviceScratch, chunk_bufs);
@@ -345,6 +377,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
             total,
             &[
                 Arg::Buffer(from.raw()),
+                Arg::U32(total as u32 * group),
                 Arg::U32(group),
                 Arg::U32(total as u32),
                 Arg::Buffer(to.raw()),
