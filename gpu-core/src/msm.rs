@@ -52,10 +52,10 @@ pub trait DeviceCurve: DeviceCopy {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum MsmKernel {
     /// ec-gpu-gen-style: each thread fills its own buckets for a group of terms and a window.
-    #[default]
     Stock,
-    /// Signed windows, terms sorted by bucket on the device, one thread per bucket
-    /// (`pippenger.cl`).
+    /// proofline's own (`pippenger.cl`): signed windows, terms sorted by bucket on the device,
+    /// equal runs of sorted entries added in XYZZ coordinates. The default.
+    #[default]
     Sorted,
 }
 
@@ -308,7 +308,9 @@ fn bucket_msm<D: Device, G: DeviceCurve>(
     // The sorted MSM's buckets for every window at once need more room than the stock
     // kernel's smallest plan: under a limit too tight for them, the stock kernel runs.
     if kernel == MsmKernel::Sorted {
-        if let Some(plan) = crate::pippenger::Plan::new(n, G::JACOBIAN_BYTES, budget) {
+        if let Some(plan) =
+            crate::pippenger::Plan::new(n, G::JACOBIAN_BYTES, budget, info.compute_units)
+        {
             return crate::pippenger::msm::<D, G>(
                 gpu, q, &plan, bases, idx, exps, exp_offset, n, ledger,
             );
@@ -384,12 +386,9 @@ fn sum_indexed<D: Device, G: DeviceCurve>(
             Arg::Buffer(results.raw()),
         ],
     )?;
-    let mut partial = vec![G::Projective::identity(); threads];
-    q.read(results.raw(), 0, bytes_of_mut(&mut partial))?;
+    let sum = crate::pippenger::sum_on_device::<D, G>(gpu, q, &results, threads, ledger)?;
     free_counted(ledger, BackendBuffer::DeviceScratch, [results]);
-    Ok(partial
-        .into_iter()
-        .fold(G::Projective::identity(), |a, b| a + b))
+    Ok(sum)
 }
 
 /// How many listed terms one launch takes, given the bytes left beside the MSM's own scratch

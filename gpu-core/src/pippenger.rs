@@ -15,13 +15,17 @@ use crate::msm::DeviceCurve;
 /// The largest window a plan takes (buckets per window: 2^(c-1)).
 pub const MAX_C: u32 = 22;
 /// The largest window chosen from the length alone.
-const AUTO_MAX_C: u32 = 16;
+const AUTO_MAX_C: u32 = 21;
 /// The smallest window.
 const MIN_C: u32 = 2;
 /// Device bytes per term and window: its key, its value, its sorted slot and key.
 const ENTRY_BYTES: u64 = 16;
-/// Sorted entries per run (one thread each), by default.
-pub const RUN: u32 = 64;
+/// Sorted entries per run (one thread each) at most, by default.
+pub const RUN: u32 = 256;
+/// The fewest entries per run the default picks.
+const MIN_RUN: u32 = 16;
+/// Threads per compute unit the runs should give at least (several waves of resident warps).
+const RUN_THREADS_PER_UNIT: u64 = 256;
 /// Reduction segments per window at most (a power of two).
 const MAX_SEGS: u32 = 2048;
 /// Partial sums added per thread when a window's segment sums are summed on the device.
@@ -47,7 +51,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The window for `n` terms: about n / 16 buckets per window, within [2, 2^15] (narrow
+    /// The window for `n` terms: about n / 16 buckets per window, within [2, 2^20] (narrow
     /// windows under tight memory: fewer buckets in all).
     pub fn window(n: usize) -> u32 {
         n.max(1).ilog2().saturating_sub(4).clamp(MIN_C, AUTO_MAX_C)
@@ -101,9 +105,15 @@ impl Plan {
     }
 
     /// The plan for `n` terms whose scratch fits in `budget` bytes, for jacobian points of
-    /// `jac` bytes: the window from `n`, made smaller until the fixed part fits.
-    pub fn new(n: usize, jac: u64, budget: u64) -> Option<Self> {
-        Self::with_window(n, Self::window(n), RUN, jac, budget)
+    /// `jac` bytes, on a device of `units` compute units: the window from `n`, made smaller
+    /// until the fixed part fits; runs of up to `RUN` entries, shorter when that would leave
+    /// the device with too few threads.
+    pub fn new(n: usize, jac: u64, budget: u64, units: u32) -> Option<Self> {
+        let c = Self::window(n);
+        let entries = n as u64 * 256u64.div_ceil(c as u64);
+        let threads = units.max(1) as u64 * RUN_THREADS_PER_UNIT;
+        let run = (entries / threads).clamp(MIN_RUN as u64, RUN as u64) as u32;
+        Self::with_window(n, c, run, jac, budget)
     }
 
     /// The plan for `n` terms with windows of at most `c` bits (made smaller until the fixed
@@ -288,10 +298,10 @@ pub fn msm<D: Device, G: DeviceCurve>(
             None => (bases, 0),
         };
         let [_, runs_kernel, fixup_kernel] = G::pl_kernels(gpu);
-        // A tuning experiment: `PROOFLINE_GPU_PL_RUNS=b6|b8` takes the runs kernel compiled for
-        // at least 6 or 8 groups of 64 threads per multiprocessor (CUDA; the same code elsewhere).
+        // A tuning experiment: `PROOFLINE_GPU_PL_RUNS=b8` takes the runs kernel compiled for at
+        // least 8 groups of 64 threads per multiprocessor (CUDA; the same code elsewhere).
         let runs_kernel = match std::env::var("PROOFLINE_GPU_PL_RUNS").as_deref() {
-            Ok(v @ ("b6" | "b8")) => format!("{runs_kernel}_{v}"),
+            Ok(v @ "b8") => format!("{runs_kernel}_{v}"),
             _ => runs_kernel.to_string(),
         };
         let runs_kernel = runs_kernel.as_str();
@@ -391,6 +401,53 @@ pub fn msm<D: Device, G: DeviceCurve>(
     Ok(plan.combine(&windows))
 }
 
+/// The sum of the first `n` jacobian points of `points`, added on the device in passes of up to
+/// 64 per thread (the host reads one point): for the many partial sums of a batch addition.
+pub fn sum_on_device<D: Device, G: DeviceCurve>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    points: &DeviceBuffer<D>,
+    n: usize,
+    ledger: &mut BackendBuffers<'_>,
+) -> DeviceResult<G::Projective> {
+    let mut out = G::Projective::identity();
+    if n == 0 {
+        return Ok(out);
+    }
+    let first = n.div_ceil(SUM_GROUP as usize);
+    let a = gpu.scratch(q, G::JACOBIAN_BYTES * first as u64, "partial sums")?;
+    let b = gpu.scratch(
+        q,
+        G::JACOBIAN_BYTES * first.div_ceil(64) as u64,
+        "partial sums",
+    )?;
+    ledger.register(BackendBuffer::DeviceScratch, a.bytes() + b.bytes());
+    let scratch = [a, b];
+    let (mut from, mut len, mut pass) = (points, n, 0);
+    while len > 1 {
+        let total = len.div_ceil(SUM_GROUP as usize);
+        let to = &scratch[pass % 2];
+        pass += 1;
+        launch_threads(
+            q,
+            G::pl_sum_kernel(gpu),
+            total,
+            &[
+                Arg::Buffer(from.raw()),
+                Arg::U32(len as u32),
+                Arg::U32(SUM_GROUP),
+                Arg::U32(total as u32),
+                Arg::Buffer(to.raw()),
+            ],
+        )?;
+        from = to;
+        len = total;
+    }
+    q.read(from.raw(), 0, bytes_of_mut(std::slice::from_mut(&mut out)))?;
+    free_counted(ledger, BackendBuffer::DeviceScratch, scratch);
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,7 +457,7 @@ mod tests {
     fn plans_fit_their_budget_and_cover_every_bit() {
         for n in [1usize, 7, 1000, 1 << 16, 1 << 20, 1 << 24] {
             for budget in [64u64 << 10, 1 << 20, 64 << 20, 8 << 30] {
-                let Some(p) = Plan::new(n, 144, budget) else {
+                let Some(p) = Plan::new(n, 144, budget, 132) else {
                     // Only a budget too small for the smallest window's buckets refuses.
                     let windows = 256u32.div_ceil(MIN_C);
                     let smallest = Plan {
@@ -450,7 +507,14 @@ mod tests {
         // Big MSMs get wide windows.
         assert_eq!(Plan::window(1 << 20), 16);
         assert_eq!(Plan::window(1 << 16), 12);
+        assert_eq!(Plan::window(1 << 24), 20);
+        assert_eq!(Plan::window(1 << 27), AUTO_MAX_C);
         assert_eq!(Plan::window(10), MIN_C);
+        // Runs: long on a big MSM, shorter where the device would be left with few threads.
+        assert_eq!(Plan::new(1 << 24, 144, u64::MAX, 132).unwrap().run, RUN);
+        let small = Plan::new(1 << 16, 144, u64::MAX, 132).unwrap();
+        assert!(small.run < RUN && small.run >= MIN_RUN, "{small:?}");
+        assert_eq!(Plan::new(100, 144, u64::MAX, 132).unwrap().run, MIN_RUN);
     }
 
     #[test]
