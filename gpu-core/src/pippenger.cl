@@ -234,26 +234,6 @@ DEVICE {P}_affine {P}_pl_base(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint g
 #define {P}_PL_RUNS_ARGS                                                                  \
   bases, idx, gather, sorted, skeys, cursor, last, per, runs, nb, first, sums, heads, tails
 
-// The sum of bucket k's entries seen by run r (in XYZZ coordinates) goes where it belongs: the
-// head of the run when the bucket started before it, its tail when the bucket goes on after
-// it, else the bucket's sum.
-DEVICE void {P}_pl_flush({P}_xyzz acc, uint k, uint r, uint lo, uint hi, uint nb,
-                         GLOBAL uint *cursor, GLOBAL {P}_jacobian *sums,
-                         GLOBAL {P}_jacobian *heads, GLOBAL {P}_jacobian *tails) {
-  const {P}_jacobian sum = {P}_xyzz_to_jacobian(acc);
-  if (cursor[k - 1] < lo) {
-    heads[r] = sum;
-  } else if (cursor[k] > hi) {
-    tails[r] = sum;
-  } else {
-    const uint t = (k / (nb + 1)) * nb + k % (nb + 1) - 1;
-    sums[t] = {P}_add(sums[t], sum);
-  }
-}
-
-// One flat loop over the run's entries, so that the threads of a warp add in step (the
-// addition is the same code at the same time for all of them; only the short flush at a
-// bucket's end diverges).
 DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   if (r >= runs) return;
   const {P}_jacobian zero = {P}_ZERO;
@@ -263,43 +243,42 @@ DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   const uint lo = r * per;
   if (lo >= used) return;
   const uint hi = min(lo + per, used);
+  uint j = lo;
   bool skip;
-  {P}_affine next = {P}_pl_base(bases, idx, gather, first, sorted[lo], &skip);
-  uint next_k = skeys[lo];
-  uint k = next_k;
-  const {F} fzero = {F}_ZERO;
-  {P}_xyzz acc;
-  acc.x = fzero;
-  acc.y = fzero;
-  acc.zz = fzero;
-  acc.zzz = fzero;
-  for (uint j = lo; j < hi; j++) {
-    const {P}_affine p = next;
-    const bool skip_p = skip;
-    const uint kj = next_k;
-    if (j + 1 < hi) {
-      next = {P}_pl_base(bases, idx, gather, first, sorted[j + 1], &skip);
-      next_k = skeys[j + 1];
+  {P}_affine next = {P}_pl_base(bases, idx, gather, first, sorted[j], &skip);
+  while (j < hi) {
+    const uint k = skeys[j];
+    const uint start = cursor[k - 1];
+    const uint stop = cursor[k];
+    const uint end = min(stop, hi);
+    const {F} fzero = {F}_ZERO;
+    {P}_xyzz acc;
+    acc.x = fzero;
+    acc.y = fzero;
+    acc.zz = fzero;
+    acc.zzz = fzero;
+    for (; j < end; j++) {
+      const {P}_affine p = next;
+      const bool skip_p = skip;
+      if (j + 1 < hi) next = {P}_pl_base(bases, idx, gather, first, sorted[j + 1], &skip);
+      if (!skip_p) acc = {P}_xyzz_add_affine(acc, p);
     }
-    if (kj != k) {
-      {P}_pl_flush(acc, k, r, lo, hi, nb, cursor, sums, heads, tails);
-      acc.zz = fzero;
-      acc.zzz = fzero;
-      k = kj;
+    const {P}_jacobian sum = {P}_xyzz_to_jacobian(acc);
+    if (start < lo) {
+      heads[r] = sum;
+    } else if (stop > hi) {
+      tails[r] = sum;
+    } else {
+      const uint t = (k / (nb + 1)) * nb + k % (nb + 1) - 1;
+      sums[t] = {P}_add(sums[t], sum);
     }
-    if (!skip_p) acc = {P}_xyzz_add_affine(acc, p);
   }
-  {P}_pl_flush(acc, k, r, lo, hi, nb, cursor, sums, heads, tails);
 }
 
-KERNEL void {P}_pl_runs({P}_PL_RUNS_PARAMS) {
-  const uint r = GET_GLOBAL_ID();
-  {P}_pl_runs_at(r, {P}_PL_RUNS_ARGS);
-}
-
-// The same with fewer registers per thread on CUDA (more threads resident per multiprocessor):
-// 8 groups of 64 threads per multiprocessor at least (a tuning experiment).
-KERNEL void PL_BOUNDS(64, 8) {P}_pl_runs_b8({P}_PL_RUNS_PARAMS) {
+// The bounds placeholder is, for G1 on CUDA, at least 8 groups of 64 threads per
+// multiprocessor (128 registers a thread instead of about 200: 3-5% faster on the H200); for G2
+// nothing (its points need more registers).
+KERNEL void {RUNS_BOUNDS} {P}_pl_runs({P}_PL_RUNS_PARAMS) {
   const uint r = GET_GLOBAL_ID();
   {P}_pl_runs_at(r, {P}_PL_RUNS_ARGS);
 }

@@ -298,13 +298,6 @@ pub fn msm<D: Device, G: DeviceCurve>(
             None => (bases, 0),
         };
         let [_, runs_kernel, fixup_kernel] = G::pl_kernels(gpu);
-        // A tuning experiment: `PROOFLINE_GPU_PL_RUNS=b8` takes the runs kernel compiled for at
-        // least 8 groups of 64 threads per multiprocessor (CUDA; the same code elsewhere).
-        let runs_kernel = match std::env::var("PROOFLINE_GPU_PL_RUNS").as_deref() {
-            Ok(v @ "b8") => format!("{runs_kernel}_{v}"),
-            _ => runs_kernel.to_string(),
-        };
-        let runs_kernel = runs_kernel.as_str();
         launch_threads(
             q,
             runs_kernel,

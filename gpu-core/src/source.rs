@@ -245,8 +245,8 @@ impl KernelSource {
             KERNELS.replace("{FR}", &fr),
             curve(MSM, &g1, &fp),
             curve(MSM, &g2, &fp2),
-            curve(PIPPENGER, &g1, &fp),
-            curve(PIPPENGER, &g2, &fp2),
+            curve(PIPPENGER, &g1, &fp).replace("{RUNS_BOUNDS}", "PL_BOUNDS(64, 8)"),
+            curve(PIPPENGER, &g2, &fp2).replace("{RUNS_BOUNDS}", ""),
         ]
         .join("\n");
         let p = Parts::new(limbs);
@@ -357,7 +357,7 @@ mod tests {
             for k in s.names.all() {
                 assert!(s.text.contains(&format!("void {k}(")), "{k} missing");
             }
-            for placeholder in ["{FR}", "{P}", "{F}", "FIELD_", "POINT_"] {
+            for placeholder in ["{FR}", "{P}", "{F}", "{RUNS_BOUNDS}", "FIELD_", "POINT_"] {
                 assert!(!s.text.contains(placeholder), "{placeholder} left");
             }
         }

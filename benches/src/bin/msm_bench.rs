@@ -273,6 +273,16 @@ fn porep<D: Device>(gpu: &GpuDevice<D>, args: &Args, sizes: &[u32]) -> bool {
             source: ScalarSource::Aux,
             filter: Filter::All,
         };
+        // The host scan alone (the part of each call below that is not the device's).
+        let mut scan_ms: Vec<f64> = (0..args.reps.max(1))
+            .map(|_| {
+                let t = Instant::now();
+                let scan = Scan::new([&term], &w).expect("a valid term");
+                std::hint::black_box(&scan);
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        println!("scan g1 porep 2^{k} {:.3} ms (host, median)", median(&mut scan_ms));
         for cfg in &configs {
             let line = format!("msm g1 porep {} 2^{k}", cfg.label());
             all_ok &= measure(&line, args, &want, || {
