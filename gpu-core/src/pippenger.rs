@@ -51,10 +51,13 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The window for `n` terms: about n / 16 buckets per window, within [2, 2^20] (narrow
-    /// windows under tight memory: fewer buckets in all).
+    /// The window for `n` terms: about n / 16 buckets per window (narrow windows under tight
+    /// memory: fewer buckets in all), at most 16 bits below 2^24 terms and 21 from there on, as
+    /// the sweeps on the H200 found best (docs/gpu.md: 16 bits at 2^20 and 2^22, 20 at 2^24).
     pub fn window(n: usize) -> u32 {
-        n.max(1).ilog2().saturating_sub(4).clamp(MIN_C, AUTO_MAX_C)
+        let lg = n.max(1).ilog2();
+        let max = if lg >= 24 { AUTO_MAX_C } else { 16 };
+        lg.saturating_sub(4).clamp(MIN_C, max)
     }
 
     /// Reduction segments per window.
@@ -499,6 +502,7 @@ mod tests {
         );
         // Big MSMs get wide windows.
         assert_eq!(Plan::window(1 << 20), 16);
+        assert_eq!(Plan::window(1 << 22), 16);
         assert_eq!(Plan::window(1 << 16), 12);
         assert_eq!(Plan::window(1 << 24), 20);
         assert_eq!(Plan::window(1 << 27), AUTO_MAX_C);

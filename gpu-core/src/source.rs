@@ -355,8 +355,21 @@ mod tests {
         for limbs in [Limbs::L32, Limbs::L64] {
             let s = KernelSource::new(limbs);
             for k in s.names.all() {
-                assert!(s.text.contains(&format!("void {k}(")), "{k} missing");
+                // A kernel is defined as `void name(`, or with its register bounds between.
+                let defined = ["", " ", " PL_BOUNDS(64, 8)"]
+                    .iter()
+                    .any(|b| s.text.contains(&format!("void{b} {k}(")));
+                assert!(defined, "{k} missing");
             }
+            assert!(
+                s.text
+                    .contains(&format!("void PL_BOUNDS(64, 8) {}(", s.names.g1_pl_runs)),
+                "G1's runs kernel has its bounds"
+            );
+            assert!(
+                s.text.contains(&format!("void  {}(", s.names.g2_pl_runs)),
+                "G2's runs kernel has none"
+            );
             for placeholder in ["{FR}", "{P}", "{F}", "{RUNS_BOUNDS}", "FIELD_", "POINT_"] {
                 assert!(!s.text.contains(placeholder), "{placeholder} left");
             }

@@ -282,7 +282,10 @@ fn porep<D: Device>(gpu: &GpuDevice<D>, args: &Args, sizes: &[u32]) -> bool {
                 t.elapsed().as_secs_f64() * 1e3
             })
             .collect();
-        println!("scan g1 porep 2^{k} {:.3} ms (host, median)", median(&mut scan_ms));
+        println!(
+            "scan g1 porep 2^{k} {:.3} ms (host, median)",
+            median(&mut scan_ms)
+        );
         for cfg in &configs {
             let line = format!("msm g1 porep {} 2^{k}", cfg.label());
             all_ok &= measure(&line, args, &want, || {
