@@ -1,5 +1,6 @@
 //! NTT and MSM kernels of the CPU backend, 2^12 .. 2^18, with bellperson's CPU multiexp
-//! (ec-gpu-gen's `multiexp_cpu`, what bellperson 0.26 runs without a GPU) side by side.
+//! (ec-gpu-gen's `multiexp_cpu`, what bellperson 0.26 runs without a GPU) side by side; and the
+//! GPU backends' host scan of a query's scalars (PoRep-like: 51% zero, 47% one), 2^18 .. 2^22.
 
 use std::sync::Arc;
 
@@ -73,5 +74,26 @@ fn bench_msm(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(kernels, bench_ntt, bench_msm);
+fn bench_scan(c: &mut Criterion) {
+    use gpu_core::msm::Scan;
+    use prover_core::plan::{Filter, MsmTerm, ScalarSource};
+    let mut g = c.benchmark_group("host_scan_porep");
+    g.sample_size(10);
+    for k in [18u32, 20, 22] {
+        let n = 1usize << k;
+        let w = proofline_benches::porep_like_witness(n);
+        let term = MsmTerm {
+            bases: 0..n,
+            source: ScalarSource::Aux,
+            filter: Filter::All,
+        };
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_function(BenchmarkId::from_parameter(k), |b| {
+            b.iter(|| Scan::new([&term], &w).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(kernels, bench_ntt, bench_msm, bench_scan);
 criterion_main!(kernels);

@@ -548,6 +548,93 @@ pub fn dense_msm<D: Device, G: DeviceCurve>(
 mod tests {
     use super::*;
 
+    /// The scan's lists, one variable at a time.
+    fn naive_scan(terms: &[&MsmTerm], w: &Witness) -> Scan {
+        let mut out = Scan::default();
+        for t in terms {
+            let d = t.density(w);
+            let mut k = t.bases.start as u32;
+            for (j, sc) in t.scalars(w).iter().enumerate() {
+                if d.is_some_and(|d| !d.get(j)) {
+                    continue;
+                }
+                if sc.is_one() {
+                    out.ones.push(k);
+                } else if !sc.is_zero() {
+                    out.idx.push(k);
+                    out.exps.push(*sc);
+                }
+                k += 1;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn scan_lists_what_a_one_by_one_scan_lists() {
+        use ff::Field;
+        use prover_core::density::Density;
+        use prover_core::plan::{Filter, ScalarSource};
+        use rand::Rng;
+        let mut rng = rand::thread_rng();
+        // Sizes around the chunk (2^14), the A query's density on the aux (one in three unused).
+        for n in [
+            0usize,
+            1,
+            5,
+            (1 << 14) - 1,
+            1 << 14,
+            (1 << 14) + 7,
+            3 * (1 << 14) + 11,
+        ] {
+            let aux: Vec<ScalarBytes> = (0..n)
+                .map(|_| {
+                    let s = match rng.gen_range(0..4) {
+                        0 => blstrs::Scalar::ZERO,
+                        1 => blstrs::Scalar::ONE,
+                        _ => blstrs::Scalar::random(&mut rng),
+                    };
+                    ScalarBytes::from_scalar(&s)
+                })
+                .collect();
+            let input = vec![ScalarBytes::from_scalar(&blstrs::Scalar::ONE); 3];
+            let mut density = Density::default();
+            for j in 0..n {
+                density.push_unset();
+                if j % 3 != 2 {
+                    density.set(j);
+                }
+            }
+            let used = density.count_ones();
+            let w = Witness {
+                input,
+                aux,
+                a_aux_density: density,
+                b_input_density: Density::default(),
+                b_aux_density: Density::default(),
+            };
+            let inputs = MsmTerm {
+                bases: 0..3,
+                source: ScalarSource::Input,
+                filter: Filter::All,
+            };
+            let aux_term = MsmTerm {
+                bases: 3..3 + used,
+                source: ScalarSource::Aux,
+                filter: Filter::AAux,
+            };
+            let got = Scan::new([&inputs, &aux_term], &w).unwrap();
+            assert_eq!(got, naive_scan(&[&inputs, &aux_term], &w), "n {n}");
+            // Negative twin: a term whose bases do not match its used scalars is refused.
+            let wrong = MsmTerm {
+                bases: 3..4 + used,
+                ..aux_term.clone()
+            };
+            let err = Scan::new([&wrong], &w).unwrap_err().to_string();
+            assert!(err.contains("used scalars for"), "{err}");
+        }
+    }
+
     #[test]
     fn msm_kernel_names_parse_and_anything_else_is_refused() {
         assert_eq!(MsmKernel::parse("stock"), Ok(MsmKernel::Stock));
