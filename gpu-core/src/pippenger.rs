@@ -327,18 +327,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
             (heads, runs, heads64, runs64),
             (heads64, runs64, heads4096, runs4096),
         ] {
-            launch_threads(
-                q,
-                G::pl_sum_kernel(gpu),
-                total,
-                &[
-                    Arg::Buffer(from.raw()),
-                    Arg::U32(n as u32),
-                    Arg::U32(64),
-                    Arg::U32(total as u32),
-                    Arg::Buffer(to.raw()),
-                ],
-            )?;
+            sum_groups::<D, G>(gpu, q, from, n, 64, total, to)?;
         }
         launch_threads(
             q,
@@ -377,24 +366,38 @@ pub fn msm<D: Device, G: DeviceCurve>(
     let mut to = partials;
     for (group, out) in plan.sum_passes() {
         let total = (out * plan.windows) as usize;
-        launch_threads(
-            q,
-            G::pl_sum_kernel(gpu),
-            total,
-            &[
-                Arg::Buffer(from.raw()),
-                Arg::U32(total as u32 * group),
-                Arg::U32(group),
-                Arg::U32(total as u32),
-                Arg::Buffer(to.raw()),
-            ],
-        )?;
+        sum_groups::<D, G>(gpu, q, from, total * group as usize, group, total, to)?;
         std::mem::swap(&mut from, &mut to);
     }
     let mut windows = vec![G::Projective::identity(); plan.windows as usize];
     q.read(from.raw(), 0, bytes_of_mut(&mut windows))?;
     free_counted(ledger, BackendBuffer::DeviceScratch, fixed);
     Ok(plan.combine(&windows))
+}
+
+/// `to[t] = from[t group] + ... + from[t group + group - 1]` (those below `n`) for `t < total`,
+/// jacobian points, on the device (`{P}_pl_sum`).
+fn sum_groups<D: Device, G: DeviceCurve>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    from: &DeviceBuffer<D>,
+    n: usize,
+    group: u32,
+    total: usize,
+    to: &DeviceBuffer<D>,
+) -> DeviceResult<()> {
+    launch_threads(
+        q,
+        G::pl_sum_kernel(gpu),
+        total,
+        &[
+            Arg::Buffer(from.raw()),
+            Arg::U32(n as u32),
+            Arg::U32(group),
+            Arg::U32(total as u32),
+            Arg::Buffer(to.raw()),
+        ],
+    )
 }
 
 /// The sum of the first `n` jacobian points of `points`, added on the device in passes of up to
@@ -424,18 +427,7 @@ pub fn sum_on_device<D: Device, G: DeviceCurve>(
         let total = len.div_ceil(SUM_GROUP as usize);
         let to = &scratch[pass % 2];
         pass += 1;
-        launch_threads(
-            q,
-            G::pl_sum_kernel(gpu),
-            total,
-            &[
-                Arg::Buffer(from.raw()),
-                Arg::U32(len as u32),
-                Arg::U32(SUM_GROUP),
-                Arg::U32(total as u32),
-                Arg::Buffer(to.raw()),
-            ],
-        )?;
+        sum_groups::<D, G>(gpu, q, from, len, SUM_GROUP, total, to)?;
         from = to;
         len = total;
     }
