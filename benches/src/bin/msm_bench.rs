@@ -57,6 +57,9 @@ struct Args {
     warmup: usize,
 }
 
+/// The largest size taken (2^28 G1 bases are 25.8 GB on the host and on the device).
+const MAX_LOG2: u32 = 28;
+
 /// Sizes as log2.
 #[derive(Clone, Debug)]
 struct Sizes(Vec<u32>);
@@ -67,8 +70,8 @@ fn sizes(s: &str) -> Result<Sizes, String> {
     }
     s.split(',')
         .map(|x| match x.trim().parse::<u32>() {
-            Ok(k) if (1..=31).contains(&k) => Ok(k),
-            _ => Err(format!("{x}: a log2 size from 1 to 31")),
+            Ok(k) if (1..=MAX_LOG2).contains(&k) => Ok(k),
+            _ => Err(format!("{x}: a log2 size from 1 to {MAX_LOG2}")),
         })
         .collect::<Result<_, _>>()
         .map(Sizes)
@@ -320,6 +323,18 @@ fn run<D: Device>(gpu: &GpuDevice<D>, args: &Args) -> bool {
 
 fn main() {
     let args = Args::parse();
+    if let Some(m) = args
+        .mix
+        .iter()
+        .find(|m| !["dense", "porep"].contains(&m.as_str()))
+    {
+        eprintln!("msm-bench: --mix {m}: expected dense or porep");
+        std::process::exit(2);
+    }
+    if args.reps == 0 {
+        eprintln!("msm-bench: --reps 0: at least one timed call is needed for a median");
+        std::process::exit(2);
+    }
     println!("# msm <curve> <mix> <kernel> c=<window> run=<run> 2^<k> <median ms> <min ms> <runs>");
     let ok = match args.api.as_str() {
         "cuda" => match backend_cuda::open(backend_cuda::CudaOptions::default()) {
