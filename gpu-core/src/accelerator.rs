@@ -13,11 +13,12 @@ use prover_core::{
     PendingProof, PreparedParameters, QueryPlan, Result, SynthesizedPartition,
 };
 
+use crate::classify::{DeviceScan, DeviceWitness, ScanMode};
 use crate::context::GpuDevice;
 use crate::device::{Device, DeviceCopy, DeviceError, DeviceResult, Queue};
 use crate::fault::Faults;
 use crate::memory::{driver_in_use, free_counted, DeviceBuffer, MemoryGauge};
-use crate::msm::{dense_msm, query_msm, Bases, MsmKernel, Scan};
+use crate::msm::{dense_msm, query_msm, scanned_msm, Bases, DeviceCurve, MsmKernel, Scan};
 use crate::ntt::{quotient, NttMode};
 use crate::profile::Profile;
 use crate::source::KernelNames;
@@ -32,11 +33,14 @@ pub struct GpuOptions {
     pub faults: Faults,
     /// The MSM kernel (`PROOFLINE_GPU_MSM`).
     pub msm: MsmKernel,
+    /// Where the MSMs' 0/1 split runs (`PROOFLINE_GPU_SCAN`).
+    pub scan: ScanMode,
 }
 
 impl GpuOptions {
     /// The options with what the environment sets: faults (`PROOFLINE_GPU_FAIL_CALLS`, unless
-    /// given) and the MSM kernel (`PROOFLINE_GPU_MSM`); a malformed value is an error.
+    /// given), the MSM kernel (`PROOFLINE_GPU_MSM`) and where the 0/1 split runs
+    /// (`PROOFLINE_GPU_SCAN`); a malformed value is an error.
     pub fn from_env(mem_limit: Option<u64>, faults: Option<Faults>) -> Result<Self> {
         let invalid = |what| move |detail| Error::InvalidConfig { what, detail };
         let faults = match faults {
@@ -47,6 +51,7 @@ impl GpuOptions {
             mem_limit,
             faults,
             msm: MsmKernel::from_env().map_err(invalid("the MSM kernel"))?,
+            scan: ScanMode::from_env().map_err(invalid("the scalar scan"))?,
         })
     }
 }
@@ -58,6 +63,7 @@ pub struct GpuAccelerator<D: Device> {
     faults: Arc<Faults>,
     profile: Arc<Profile>,
     msm: MsmKernel,
+    scan: ScanMode,
 }
 
 impl<D: Device> GpuAccelerator<D> {
@@ -90,6 +96,7 @@ impl<D: Device> GpuAccelerator<D> {
             faults: Arc::new(options.faults),
             profile: Arc::new(Profile::from_env()),
             msm: options.msm,
+            scan: options.scan,
         }
     }
 
@@ -282,6 +289,7 @@ impl<D: Device> GpuBackend for GpuAccelerator<D> {
             faults: self.faults.clone(),
             profile: self.profile.clone(),
             msm: self.msm,
+            scan: self.scan,
         }))
     }
 }
@@ -296,14 +304,49 @@ struct GpuWorker<D: Device> {
     faults: Arc<Faults>,
     profile: Arc<Profile>,
     msm: MsmKernel,
+    scan: ScanMode,
 }
 
-/// Frees a query's scan, then releases its ledger entry (as `free_counted` does for device
-/// buffers: the ledger never counts less than is held).
-fn release_scan(ledger: &mut BackendBuffers<'_>, scan: Scan) {
-    let bytes = scan.heap_bytes();
-    drop(scan);
-    ledger.release_one(BackendBuffer::HostTemp, bytes);
+/// A query's 0/1 split: scanned on the host, or classified on the device.
+enum Lists<D: Device> {
+    Host(Scan),
+    Device(DeviceScan<D>),
+}
+
+impl<D: Device> Lists<D> {
+    /// The query's MSM against its bases (`resident` on the device, else `host`).
+    fn msm<G: DeviceCurve>(
+        &self,
+        gpu: &GpuDevice<D>,
+        q: &mut D::Queue,
+        (resident, host): (&Option<DeviceBuffer<D>>, &[G]),
+        kernel: MsmKernel,
+        ledger: &mut BackendBuffers<'_>,
+    ) -> DeviceResult<G::Projective> {
+        match (self, resident) {
+            (Lists::Host(s), _) => {
+                query_msm::<D, G>(gpu, q, bases(resident, host), s, kernel, ledger)
+            }
+            (Lists::Device(s), Some(b)) => scanned_msm::<D, G>(gpu, q, b, s, kernel, ledger),
+            (Lists::Device(_), None) => Err(DeviceError::new(
+                format!("{} MSM", G::NAME),
+                "scalars classified on the device for bases that are not there",
+            )),
+        }
+    }
+
+    /// Frees the lists, then releases their ledger entry (as `free_counted` does for device
+    /// buffers: the ledger never counts less than is held).
+    fn release(self, ledger: &mut BackendBuffers<'_>) {
+        match self {
+            Lists::Host(scan) => {
+                let bytes = scan.heap_bytes();
+                drop(scan);
+                ledger.release_one(BackendBuffer::HostTemp, bytes);
+            }
+            Lists::Device(scan) => scan.release(ledger),
+        }
+    }
 }
 
 fn bases<'a, D: Device, G>(
@@ -363,35 +406,61 @@ impl<D: Device> GpuWorker<D> {
         })?;
         free_counted(ledger, BackendBuffer::DeviceAbc, [exps]);
         let w = &partition.witness;
-        let mut scan_seconds = 0.0;
-        let mut scan = |terms: &[&prover_core::MsmTerm], ledger: &mut BackendBuffers<'_>| {
-            let t = std::time::Instant::now();
-            let scan = Scan::new(terms.iter().copied(), w)?;
-            ledger.register(BackendBuffer::HostTemp, scan.heap_bytes());
-            scan_seconds += t.elapsed().as_secs_f64();
-            Ok::<_, DeviceError>(scan)
+        // The 0/1 split on the device when every query's bases are resident and the witness
+        // fits beside them; on the host otherwise.
+        let all_resident = [&resident.l, &resident.a, &resident.b_g1, &resident.b_g2]
+            .iter()
+            .all(|b| b.is_some());
+        let dw = if self.scan == ScanMode::Device && all_resident && DeviceWitness::fits(gpu, w) {
+            Some(p.step("witness_upload", q, |q| {
+                DeviceWitness::upload(gpu, q, w, ledger)
+            })?)
+        } else {
+            None
         };
-        let s = scan(&[&plan.l], ledger)?;
+        let mut scan_seconds = 0.0;
+        let mut scan =
+            |terms: &[&prover_core::MsmTerm], q: &mut D::Queue, ledger: &mut BackendBuffers<'_>| {
+                if let Some(dw) = &dw {
+                    let terms = terms.iter().copied();
+                    return p
+                        .step("device_scan", q, |q| {
+                            DeviceScan::new(gpu, q, terms, w, dw, ledger)
+                        })
+                        .map(Lists::Device);
+                }
+                let t = std::time::Instant::now();
+                let scan = Scan::new(terms.iter().copied(), w)?;
+                ledger.register(BackendBuffer::HostTemp, scan.heap_bytes());
+                scan_seconds += t.elapsed().as_secs_f64();
+                Ok::<_, DeviceError>(Lists::Host(scan))
+            };
+        let s = scan(&[&plan.l], q, ledger)?;
         let l = p.step("msm_l", q, |q| {
-            query_msm::<D, G1Affine>(gpu, q, bases(&resident.l, &params.l), &s, msm, ledger)
+            s.msm::<G1Affine>(gpu, q, (&resident.l, &params.l), msm, ledger)
         })?;
-        release_scan(ledger, s);
-        let s = scan(&[&plan.a[0], &plan.a[1]], ledger)?;
+        s.release(ledger);
+        let s = scan(&[&plan.a[0], &plan.a[1]], q, ledger)?;
         let a = p.step("msm_a", q, |q| {
-            query_msm::<D, G1Affine>(gpu, q, bases(&resident.a, &params.a), &s, msm, ledger)
+            s.msm::<G1Affine>(gpu, q, (&resident.a, &params.a), msm, ledger)
         })?;
-        release_scan(ledger, s);
+        s.release(ledger);
         // The G2 B query has the G1 one's layout: one scan for both.
-        let s = scan(&[&plan.b[0], &plan.b[1]], ledger)?;
+        let s = scan(&[&plan.b[0], &plan.b[1]], q, ledger)?;
         let b_g1 = p.step("msm_b_g1", q, |q| {
-            query_msm::<D, G1Affine>(gpu, q, bases(&resident.b_g1, &params.b_g1), &s, msm, ledger)
+            s.msm::<G1Affine>(gpu, q, (&resident.b_g1, &params.b_g1), msm, ledger)
         })?;
         let b_g2 = p.step("msm_b_g2", q, |q| {
-            query_msm::<D, G2Affine>(gpu, q, bases(&resident.b_g2, &params.b_g2), &s, msm, ledger)
+            s.msm::<G2Affine>(gpu, q, (&resident.b_g2, &params.b_g2), msm, ledger)
         })?;
-        release_scan(ledger, s);
+        s.release(ledger);
+        if let Some(dw) = dw {
+            dw.release(ledger);
+        }
         q.synchronize()?;
-        p.record("host_scan", scan_seconds);
+        if scan_seconds > 0.0 {
+            p.record("host_scan", scan_seconds);
+        }
         Ok((AcceleratorSums { h, l, a, b_g1 }, b_g2))
     }
 }

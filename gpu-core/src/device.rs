@@ -158,6 +158,8 @@ unsafe impl DeviceCopy for G1Projective {}
 unsafe impl DeviceCopy for G2Projective {}
 // SAFETY: an integer.
 unsafe impl DeviceCopy for u32 {}
+// SAFETY: a plain integer.
+unsafe impl DeviceCopy for u64 {}
 
 const _: () = {
     assert!(std::mem::size_of::<Scalar>() == 32);

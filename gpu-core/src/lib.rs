@@ -9,6 +9,8 @@
 //! - [`ntt`]: the H pipeline on a device, with the CPU backend's semantics.
 //! - [`msm`]: query-plan MSMs (density, zeros dropped, ones batch-added, bucket MSM; bases
 //!   resident or streamed in chunks).
+//! - [`classify`]: the 0/1 split on the device (a partition's witness uploaded once, each
+//!   query's scalars classified into the lists the host scan makes).
 //! - [`accelerator`]: a `GpuBackend` over any device: prepare (resident bases), workers, b_g2
 //!   on the device, hand-back on any device error.
 //! - [`cache`]: the program binary cache on disk.
@@ -18,6 +20,7 @@
 
 pub mod accelerator;
 pub mod cache;
+pub mod classify;
 pub mod context;
 pub mod device;
 pub mod fault;

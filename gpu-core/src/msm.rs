@@ -13,6 +13,7 @@ use prover_core::plan::MsmTerm;
 use prover_core::synthesize::Witness;
 use rayon::prelude::*;
 
+use crate::classify::DeviceScan;
 use crate::context::{launch_threads, GpuDevice};
 use crate::device::{bytes_of_mut, Arg, Device, DeviceCopy, DeviceError, DeviceResult, Queue};
 use crate::memory::{free_counted, DeviceBuffer};
@@ -499,6 +500,38 @@ fn listed_msm<D: Device, G: DeviceCurve>(
         free_counted(ledger, BackendBuffer::DeviceScratch, [ib, eb]);
     }
     Ok(total)
+}
+
+/// Executes a query classified on the device ([`DeviceScan`]) against its resident bases: the
+/// batch addition of the ones plus the bucket MSM of the rest.
+pub fn scanned_msm<D: Device, G: DeviceCurve>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    bases: &DeviceBuffer<D>,
+    scan: &DeviceScan<D>,
+    kernel: MsmKernel,
+    ledger: &mut BackendBuffers<'_>,
+) -> DeviceResult<G::Projective> {
+    let len = (bases.bytes() / G::AFFINE_BYTES) as usize;
+    if scan.bases_end > len {
+        return Err(DeviceError::new(
+            format!("{} MSM", G::NAME),
+            format!("the terms use bases up to {} of {len}", scan.bases_end),
+        ));
+    }
+    let ones = sum_indexed::<D, G>(gpu, q, bases, &scan.ones, scan.n_ones, ledger)?;
+    let rest = bucket_msm::<D, G>(
+        gpu,
+        q,
+        bases,
+        Some(&scan.idx),
+        &scan.exps,
+        0,
+        scan.n_others,
+        kernel,
+        ledger,
+    )?;
+    Ok(ones + rest)
 }
 
 /// The dense MSM of the first `n` exponents in `exps` (on the device) against `bases`.

@@ -103,7 +103,7 @@ impl Plan {
         let counts = self.counts();
         let points = self.buckets as u64 + self.segments() as u64;
         4 * counts
-            + 4 * counts.div_ceil(SCAN_PER as u64)
+            + scan_sums_bytes(counts as usize)
             + jac * (self.windows as u64 * points + self.partials())
     }
 
@@ -191,11 +191,10 @@ pub fn msm<D: Device, G: DeviceCurve>(
     let jac = G::JACOBIAN_BYTES;
     let names = &gpu.names;
     let counts_len = plan.counts() as usize;
-    let blocks = counts_len.div_ceil(SCAN_PER as usize);
     let total_buckets = (plan.windows * plan.buckets) as usize;
     let total_segs = (plan.windows * plan.segments()) as usize;
     let counts = gpu.scratch(q, 4 * counts_len as u64, "MSM bucket counts")?;
-    let sums = gpu.scratch(q, 4 * blocks as u64, "MSM scan sums")?;
+    let sums = gpu.scratch(q, scan_sums_bytes(counts_len), "MSM scan sums")?;
     let buckets = gpu.scratch(q, jac * total_buckets as u64, "MSM bucket sums")?;
     let segments = gpu.scratch(q, jac * total_segs as u64, "MSM segment sums")?;
     let partials = gpu.scratch(q, jac * plan.partials().max(1), "MSM partial sums")?;
@@ -252,35 +251,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
                 Arg::Buffer(counts.raw()),
             ],
         )?;
-        launch_threads(
-            q,
-            &names.pl_scan_blocks,
-            blocks,
-            &[
-                Arg::Buffer(counts.raw()),
-                Arg::U32(counts_len as u32),
-                Arg::U32(SCAN_PER),
-                Arg::U32(blocks as u32),
-                Arg::Buffer(sums.raw()),
-            ],
-        )?;
-        launch_threads(
-            q,
-            &names.pl_scan_sums,
-            1,
-            &[Arg::Buffer(sums.raw()), Arg::U32(blocks as u32)],
-        )?;
-        launch_threads(
-            q,
-            &names.pl_scan_add,
-            counts_len,
-            &[
-                Arg::Buffer(counts.raw()),
-                Arg::U32(counts_len as u32),
-                Arg::U32(SCAN_PER),
-                Arg::Buffer(sums.raw()),
-            ],
-        )?;
+        exclusive_scan(gpu, q, counts, counts_len, sums)?;
         launch_threads(
             q,
             &names.pl_scatter,
@@ -396,6 +367,54 @@ fn sum_groups<D: Device, G: DeviceCurve>(
             Arg::U32(group),
             Arg::U32(total as u32),
             Arg::Buffer(to.raw()),
+        ],
+    )
+}
+
+/// Device bytes of the block totals [`exclusive_scan`] needs for `len` counts.
+pub fn scan_sums_bytes(len: usize) -> u64 {
+    4 * len.div_ceil(SCAN_PER as usize) as u64
+}
+
+/// Replaces `counts[0..len)` (u32, on the device) by its exclusive prefix sums, with `sums`
+/// ([`scan_sums_bytes`] bytes) for the block totals: blocks of [`SCAN_PER`] scanned one thread
+/// each, the block totals scanned, then added back.
+pub fn exclusive_scan<D: Device>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    counts: &DeviceBuffer<D>,
+    len: usize,
+    sums: &DeviceBuffer<D>,
+) -> DeviceResult<()> {
+    let names = &gpu.names;
+    let blocks = len.div_ceil(SCAN_PER as usize);
+    launch_threads(
+        q,
+        &names.pl_scan_blocks,
+        blocks,
+        &[
+            Arg::Buffer(counts.raw()),
+            Arg::U32(len as u32),
+            Arg::U32(SCAN_PER),
+            Arg::U32(blocks as u32),
+            Arg::Buffer(sums.raw()),
+        ],
+    )?;
+    launch_threads(
+        q,
+        &names.pl_scan_sums,
+        1,
+        &[Arg::Buffer(sums.raw()), Arg::U32(blocks as u32)],
+    )?;
+    launch_threads(
+        q,
+        &names.pl_scan_add,
+        len,
+        &[
+            Arg::Buffer(counts.raw()),
+            Arg::U32(len as u32),
+            Arg::U32(SCAN_PER),
+            Arg::Buffer(sums.raw()),
         ],
     )
 }

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 const KERNELS: &str = include_str!("kernels.cl");
 const MSM: &str = include_str!("msm.cl");
 const PIPPENGER: &str = include_str!("pippenger.cl");
+const CLASSIFY: &str = include_str!("classify.cl");
 
 /// The limb width of the generated field arithmetic. The bytes of a field element are the same
 /// either way (little-endian Montgomery limbs, as blstrs stores them).
@@ -85,6 +86,10 @@ pub struct KernelNames {
     pub g2_pl_reduce: String,
     /// Sorted MSM, G2: groups of partial sums added.
     pub g2_pl_sum: String,
+    /// The 0/1 split: a term's scalars counted per block of 32 (used, ones, others).
+    pub cls_count: String,
+    /// The 0/1 split: the lists of ones and others written at the scanned offsets.
+    pub cls_write: String,
 }
 
 /// ec-gpu-gen's builder keeps its parts in hash sets, so the order of the fields and of the
@@ -197,7 +202,7 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 26] {
+    pub fn all(&self) -> [&str; 28] {
         [
             &self.radix_fft,
             &self.fill_zero,
@@ -225,6 +230,8 @@ impl KernelNames {
             &self.g2_pl_fixup,
             &self.g2_pl_reduce,
             &self.g2_pl_sum,
+            &self.cls_count,
+            &self.cls_write,
         ]
     }
 }
@@ -247,6 +254,7 @@ impl KernelSource {
             curve(MSM, &g2, &fp2),
             curve(PIPPENGER, &g1, &fp).replace("{RUNS_BOUNDS}", "PL_BOUNDS(64, 8)"),
             curve(PIPPENGER, &g2, &fp2).replace("{RUNS_BOUNDS}", ""),
+            CLASSIFY.to_string(),
         ]
         .join("\n");
         let p = Parts::new(limbs);
@@ -286,6 +294,8 @@ impl KernelSource {
             g2_pl_fixup: format!("{g2}_pl_fixup"),
             g2_pl_reduce: format!("{g2}_pl_reduce"),
             g2_pl_sum: format!("{g2}_pl_sum"),
+            cls_count: "cls_count".into(),
+            cls_write: "cls_write".into(),
         };
         KernelSource { text, names }
     }

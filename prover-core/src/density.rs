@@ -37,6 +37,12 @@ impl Density {
         i < self.len && self.words[i / 64] & (1 << (i % 64)) != 0
     }
 
+    /// The bits as little-endian 64-bit words (bit `i` is bit `i % 64` of word `i / 64`; bits
+    /// past the length are zero).
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     /// Number of bits.
     pub fn len(&self) -> usize {
         self.len

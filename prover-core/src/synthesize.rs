@@ -42,7 +42,7 @@ impl Evaluations {
 
 /// The witness of a partition in canonical form, with the densities of the A and B queries. It
 /// stays with the partition from synthesis through finalization.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Witness {
     /// Public input assignment, the constant ONE first.
     pub input: Vec<ScalarBytes>,
