@@ -39,7 +39,7 @@ impl ScanMode {
     pub fn from_env() -> Result<Self, String> {
         match std::env::var(SCAN_VAR) {
             Err(_) => Ok(Self::default()),
-            Ok(v) => Self::parse(&v),
+            Ok(v) => Self::parse(&v).map_err(|e| format!("{SCAN_VAR}={e}")),
         }
     }
 
@@ -48,7 +48,7 @@ impl ScanMode {
         match s.trim() {
             "host" => Ok(ScanMode::Host),
             "device" => Ok(ScanMode::Device),
-            other => Err(format!("{SCAN_VAR}={other}: expected `host` or `device`")),
+            other => Err(format!("{other}: expected `host` or `device`")),
         }
     }
 }

@@ -3,10 +3,12 @@
 //! G1 and G2 MSMs over distinct bases with known logarithms (so each result is compared with the
 //! exact answer, warm-up calls included), bases and exponents resident on the device (what the
 //! H MSM runs), or PoRep-like scalars (51% zero, 47% one, 2% dense) through the query path (the
-//! host scan, the uploads, the batch addition of the ones and the MSM of the rest, as the l, a
-//! and b_g1 queries run). One line per measurement:
+//! 0/1 split, the batch addition of the ones and the MSM of the rest, as the l, a and b_g1
+//! queries run): split by the host scan (its lists uploaded), or by the device (the witness
+//! uploaded and classified there; `--scan`). One line per measurement:
 //!
-//! `msm <curve> <mix> <kernel> c=<window> run=<run> 2^<k> <median ms> <min ms> <runs>`
+//! `msm <curve> <mix> <kernel> c=<window> run=<run> [scan=<where>] 2^<k> <median ms> <min ms>
+//! <runs>`
 //!
 //! then `check ok` or the failure. A wrong result is an error (exit status 1) after the rest
 //! has run. Sorted-kernel windows and run lengths can be swept (`--window 16,18,20 --run
@@ -14,12 +16,13 @@
 
 use std::time::Instant;
 
-use blstrs::{G1Affine, G1Projective, G2Affine};
+use blstrs::{G1Affine, G2Affine};
 use clap::Parser;
+use gpu_core::classify::{DeviceScan, DeviceWitness, ScanMode};
 use gpu_core::device::Device;
-use gpu_core::msm::{dense_msm, query_msm, Bases, DeviceCurve, MsmKernel, Scan};
+use gpu_core::msm::{dense_msm, query_msm, scanned_msm, Bases, DeviceCurve, MsmKernel, Scan};
 use gpu_core::pippenger::{self, Plan};
-use gpu_core::GpuDevice;
+use gpu_core::{GpuDevice, Queue};
 use group::{Curve, Group};
 use proofline_benches::{porep_like_witness, random_scalars, KnownBases};
 use prover_core::ledger::{Stage, StageLedger};
@@ -37,9 +40,12 @@ struct Args {
     /// G2 sizes as log2 (`none`: none).
     #[arg(long, default_value = "16", value_parser = sizes)]
     g2: Sizes,
-    /// Scalar mixes: `dense` (G1 and G2) and `porep` (G1).
+    /// Scalar mixes: `dense` and `porep` (each for the G1 and G2 sizes).
     #[arg(long, value_delimiter = ',', default_value = "dense,porep")]
     mix: Vec<String>,
+    /// Where PoRep-like scalars are split into zeros, ones and the rest: `host`, `device`.
+    #[arg(long, value_delimiter = ',', default_value = "host,device")]
+    scan: Vec<String>,
     /// MSM kernels: `stock`, `sorted`.
     #[arg(long, value_delimiter = ',', default_value = "sorted")]
     kernel: Vec<String>,
@@ -247,8 +253,13 @@ where
     all_ok
 }
 
-/// Every PoRep-like G1 measurement; false if any result was wrong.
-fn porep<D: Device>(gpu: &GpuDevice<D>, args: &Args, sizes: &[u32]) -> bool {
+/// Every PoRep-like measurement of one curve; false if any result was wrong.
+fn porep<D: Device, G>(gpu: &GpuDevice<D>, args: &Args, curve: &str, sizes: &[u32]) -> bool
+where
+    G: DeviceCurve,
+    G::Projective: Curve<AffineRepr = G> + Group<Scalar = blstrs::Scalar> + Send + Sync,
+    G: Default + Clone + Send + Sync,
+{
     let Some(&max) = sizes.iter().max() else {
         return true;
     };
@@ -259,7 +270,19 @@ fn porep<D: Device>(gpu: &GpuDevice<D>, args: &Args, sizes: &[u32]) -> bool {
             return false;
         }
     };
-    let bases = KnownBases::<G1Projective>::new(1 << max);
+    let scans = match args
+        .scan
+        .iter()
+        .map(|s| ScanMode::parse(s))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(s) => s,
+        Err(e) => {
+            println!("{e}");
+            return false;
+        }
+    };
+    let bases = KnownBases::<G::Projective>::new(1 << max);
     let mut q = gpu.device.queue().expect("a queue");
     let bases_buf = gpu
         .upload(&mut q, &bases.points, "bases")
@@ -276,36 +299,90 @@ fn porep<D: Device>(gpu: &GpuDevice<D>, args: &Args, sizes: &[u32]) -> bool {
             source: ScalarSource::Aux,
             filter: Filter::All,
         };
-        // The host scan alone (the part of each call below that is not the device's).
-        let mut scan_ms: Vec<f64> = (0..args.reps.max(1))
-            .map(|_| {
-                let t = Instant::now();
-                let scan = Scan::new([&term], &w).expect("a valid term");
-                std::hint::black_box(&scan);
-                t.elapsed().as_secs_f64() * 1e3
-            })
-            .collect();
-        println!(
-            "scan g1 porep 2^{k} {:.3} ms (host, median)",
-            median(&mut scan_ms)
-        );
+        // The 0/1 split alone (the part of each call below that is not the MSMs): the host
+        // scan, or the witness's upload and its classification on the device.
+        for &scan in &scans {
+            let mut ms: Vec<f64> = (0..args.reps)
+                .map(|_| {
+                    let t = Instant::now();
+                    let mut buffers = token.backend_buffers();
+                    match scan {
+                        ScanMode::Host => {
+                            std::hint::black_box(Scan::new([&term], &w).expect("a valid term"));
+                        }
+                        ScanMode::Device => {
+                            let dw = DeviceWitness::upload(gpu, &mut q, &w, &mut buffers)
+                                .expect("the witness fits");
+                            let ds = DeviceScan::new(gpu, &mut q, [&term], &w, &dw, &mut buffers)
+                                .expect("a valid term");
+                            q.synchronize().expect("the device");
+                            ds.release(&mut buffers);
+                            dw.release(&mut buffers);
+                        }
+                    }
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .collect();
+            println!(
+                "scan {curve} porep {} 2^{k} {:.3} ms (median)",
+                scan_label(scan),
+                median(&mut ms)
+            );
+        }
         for cfg in &configs {
-            let line = format!("msm g1 porep {} 2^{k}", cfg.label());
-            all_ok &= measure(&line, args, &want, || {
-                let scan = Scan::new([&term], &w).map_err(|e| e.to_string())?;
-                query_msm::<D, G1Affine>(
-                    gpu,
-                    &mut q,
-                    Bases::Resident(&bases_buf),
-                    &scan,
-                    cfg.kernel,
-                    &mut token.backend_buffers(),
-                )
-                .map_err(|e| e.to_string())
-            });
+            for &scan in &scans {
+                let line = format!(
+                    "msm {curve} porep {} scan={} 2^{k}",
+                    cfg.label(),
+                    scan_label(scan)
+                );
+                all_ok &= measure(&line, args, &want, || {
+                    let mut buffers = token.backend_buffers();
+                    let err = |e: gpu_core::DeviceError| e.to_string();
+                    match scan {
+                        ScanMode::Host => {
+                            let scan = Scan::new([&term], &w).map_err(err)?;
+                            query_msm::<D, G>(
+                                gpu,
+                                &mut q,
+                                Bases::Resident(&bases_buf),
+                                &scan,
+                                cfg.kernel,
+                                &mut buffers,
+                            )
+                            .map_err(err)
+                        }
+                        ScanMode::Device => {
+                            let dw = DeviceWitness::upload(gpu, &mut q, &w, &mut buffers)
+                                .map_err(err)?;
+                            let ds = DeviceScan::new(gpu, &mut q, [&term], &w, &dw, &mut buffers)
+                                .map_err(err)?;
+                            let sum = scanned_msm::<D, G>(
+                                gpu,
+                                &mut q,
+                                &bases_buf,
+                                &ds,
+                                cfg.kernel,
+                                &mut buffers,
+                            )
+                            .map_err(err)?;
+                            ds.release(&mut buffers);
+                            dw.release(&mut buffers);
+                            Ok(sum)
+                        }
+                    }
+                });
+            }
         }
     }
     all_ok
+}
+
+fn scan_label(scan: ScanMode) -> &'static str {
+    match scan {
+        ScanMode::Host => "host",
+        ScanMode::Device => "device",
+    }
 }
 
 fn run<D: Device>(gpu: &GpuDevice<D>, args: &Args) -> bool {
@@ -316,7 +393,8 @@ fn run<D: Device>(gpu: &GpuDevice<D>, args: &Args) -> bool {
         ok &= dense::<D, G2Affine>(gpu, args, "g2", &args.g2.0);
     }
     if mixes.contains(&"porep") {
-        ok &= porep(gpu, args, &args.g1.0);
+        ok &= porep::<D, G1Affine>(gpu, args, "g1", &args.g1.0);
+        ok &= porep::<D, G2Affine>(gpu, args, "g2", &args.g2.0);
     }
     ok
 }
@@ -329,6 +407,10 @@ fn main() {
         .find(|m| !["dense", "porep"].contains(&m.as_str()))
     {
         eprintln!("msm-bench: --mix {m}: expected dense or porep");
+        std::process::exit(2);
+    }
+    if let Some(e) = args.scan.iter().find_map(|s| ScanMode::parse(s).err()) {
+        eprintln!("msm-bench: --scan: {e}");
         std::process::exit(2);
     }
     if args.reps == 0 {
