@@ -192,6 +192,12 @@ pub struct RunConfig {
     /// Interval of the ledger/RSS timeline, milliseconds.
     #[arg(long = "sample-ms", default_value_t = 20)]
     pub sample_ms: u64,
+    /// Replay: the first partition is synthesized once and every partition is a copy of it
+    /// (one statement proved many times), so the accelerator, not synthesis, bounds the run.
+    /// A timing workload: the proofs verify, against that one statement's inputs.
+    #[arg(long)]
+    #[serde(default)]
+    pub replay: bool,
 }
 
 impl RunConfig {

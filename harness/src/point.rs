@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use backend_cpu::CpuBackend;
 use prover_core::budget::BudgetSize;
-use prover_core::ledger::{BufferKind, Stage};
+use prover_core::ledger::{BufferKind, ResidentKind, Stage};
+use prover_core::replay::Replay;
 use prover_core::sampler::{current_rss, peak_rss, Sample, Sampler};
 use prover_core::{
     prepare_verifying_key, verify_proof, verify_proofs_batch, Config, CpuSynthesizer, Engine,
-    Error, Parameters, Proof,
+    Error, Parameters, Proof, Synthesizer,
 };
 use serde::{Deserialize, Serialize};
 
@@ -84,6 +85,10 @@ pub struct PointResult {
     /// written before it was reported.
     #[serde(default)]
     pub device_peak_bytes: Option<u64>,
+    /// With `--replay`: the bytes of the one synthesized partition every partition copies
+    /// (the ledger's `replay_source` entry); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_source_bytes: Option<u64>,
     /// Jobs whose every partition proof verified.
     pub proofs_verified: u64,
     /// Jobs that failed or did not verify.
@@ -122,6 +127,7 @@ impl PointResult {
             baseline_rss_bytes: None,
             ledger_peak_bytes: None,
             device_peak_bytes: None,
+            replay_source_bytes: None,
             proofs_verified: 0,
             proofs_failed: 0,
             partitions_verified: 0,
@@ -278,16 +284,28 @@ pub fn prepare(cfg: &RunConfig, progress: bool) -> anyhow::Result<Prepared> {
             jobs,
         });
     }
-    let jobs = (0..cfg.jobs)
-        .map(|j| {
-            let (circuits, inputs) = (0..cfg.partitions)
-                .map(|p| spec.partition(j, p).context("a synthetic workload"))
-                .collect::<anyhow::Result<Vec<_>>>()?
-                .into_iter()
-                .unzip();
-            Ok(Job { circuits, inputs })
-        })
-        .collect::<anyhow::Result<_>>()?;
+    let jobs = if cfg.replay {
+        // Every partition the first one's circuit and inputs: whichever synthesis worker
+        // comes first, the statement replayed is the one every proof is checked against.
+        let (circuit, inputs) = spec.partition(0, 0).context("a synthetic workload")?;
+        (0..cfg.jobs)
+            .map(|_| Job {
+                circuits: vec![circuit.clone(); cfg.partitions],
+                inputs: vec![inputs.clone(); cfg.partitions],
+            })
+            .collect()
+    } else {
+        (0..cfg.jobs)
+            .map(|j| {
+                let (circuits, inputs) = (0..cfg.partitions)
+                    .map(|p| spec.partition(j, p).context("a synthetic workload"))
+                    .collect::<anyhow::Result<Vec<_>>>()?
+                    .into_iter()
+                    .unzip();
+                Ok(Job { circuits, inputs })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
     Ok(Prepared {
         params,
         params_load_seconds,
@@ -316,6 +334,24 @@ pub fn suspect_parameters(path: &Path) -> String {
          generate it again, or fetch the production file again",
         path.display()
     )
+}
+
+/// The harness's synthesizer: each partition synthesized, or the replay workload's copies.
+enum Synth {
+    Fresh(CpuSynthesizer),
+    Replay(Arc<Replay<CpuSynthesizer>>),
+}
+
+impl Synthesizer for Synth {
+    fn synthesize<C: bellpepper_core::Circuit<blstrs::Scalar>>(
+        &self,
+        circuit: C,
+    ) -> prover_core::Result<prover_core::SynthesizedPartition> {
+        match self {
+            Synth::Fresh(s) => s.synthesize(circuit),
+            Synth::Replay(r) => r.synthesize(circuit),
+        }
+    }
 }
 
 /// A job's partition proofs, or why it failed.
@@ -354,12 +390,15 @@ pub fn run_jobs(
         ..Config::default()
     };
     let backend = backends.backend.clone();
-    let engine = Engine::new(
-        config,
-        CpuSynthesizer,
-        backends.backend,
-        Arc::new(CpuBackend),
-    )?;
+    let replay = cfg.replay.then(|| Arc::new(Replay::new(CpuSynthesizer)));
+    let synthesizer = match &replay {
+        Some(r) => Synth::Replay(r.clone()),
+        None => Synth::Fresh(CpuSynthesizer),
+    };
+    let engine = Engine::new(config, synthesizer, backends.backend, Arc::new(CpuBackend))?;
+    if let Some(r) = &replay {
+        r.attach(engine.ledger());
+    }
     let prepared = engine.prepare(Arc::new(params))?;
     let baseline = current_rss();
     let sampler = Sampler::start(
@@ -453,6 +492,9 @@ pub fn run_jobs(
         baseline_rss_bytes: baseline,
         ledger_peak_bytes: Some(snap.total_bytes.peak),
         device_peak_bytes: (!memory.is_empty()).then_some(snap.device_total.peak),
+        replay_source_bytes: replay
+            .is_some()
+            .then(|| snap.resident(ResidentKind::ReplaySource).bytes.peak),
         proofs_verified,
         proofs_failed,
         partitions_verified,

@@ -111,6 +111,34 @@ fn a_tiny_sweep_meets_the_contract() {
 }
 
 #[test]
+fn a_replay_sweep_proves_copies_of_one_partition_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out: PathBuf = dir.path().join("sweep");
+    let v = sweep(&out, &["--replay"], &[]);
+    assert_eq!(errors(&v), Vec::<String>::new());
+    assert_eq!(v["config"]["replay"], true);
+    for p in v["points"].as_array().unwrap() {
+        assert_eq!(p["status"], "ok", "{p}");
+        // Every copy proves the first partition's statement, checked against its inputs.
+        assert_eq!(p["proofs_verified"], 2);
+        assert_eq!(p["partitions_verified"], 6);
+        // The copies came from one synthesized partition, counted in the ledger.
+        assert!(p["replay_source_bytes"].as_u64().unwrap() > 0, "{p}");
+    }
+    let svg = std::fs::read_to_string(out.join("report.svg")).unwrap();
+    assert!(
+        svg.contains("replay (one partition synthesized once"),
+        "the plot says so"
+    );
+    // Negative twin: a plain sweep is not marked.
+    let plain = sweep(&dir.path().join("plain"), &["--pw", "1"], &[]);
+    assert_eq!(plain["config"]["replay"], false);
+    assert!(plain["points"][0].get("replay_source_bytes").is_none());
+    let svg = std::fs::read_to_string(dir.path().join("plain/report.svg")).unwrap();
+    assert!(!svg.contains("replay"));
+}
+
+#[test]
 fn a_killed_point_is_recorded_and_the_sweep_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");

@@ -31,6 +31,7 @@ pub mod permit;
 pub mod plan;
 pub mod proof;
 pub mod prove;
+pub mod replay;
 pub mod sampler;
 pub mod stages;
 pub mod synthesize;

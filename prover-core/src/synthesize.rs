@@ -13,7 +13,7 @@ use crate::params::Parameters;
 
 /// The A, B, C evaluations of every constraint (input constraints included): the inputs of the
 /// H computation. Released when the accelerator stage ends.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Evaluations {
     /// `<A_i, z>` for every constraint `i`.
     pub a: Vec<Scalar>,
@@ -84,12 +84,20 @@ impl Witness {
 }
 
 /// The output of synthesis: what the accelerator stage consumes.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct SynthesizedPartition {
     /// The A, B, C evaluations (freed by the accelerator stage).
     pub evaluations: Evaluations,
     /// Assignments and densities (kept until the partition is deallocated).
     pub witness: Witness,
+}
+
+impl SynthesizedPartition {
+    /// Real heap bytes: the evaluations, the assignments and the densities.
+    pub fn heap_bytes(&self) -> usize {
+        let w = &self.witness;
+        self.evaluations.heap_bytes() + w.input_bytes() + w.aux_bytes() + w.density_bytes()
+    }
 }
 
 /// The sizes that must agree between a synthesized partition and its parameters.
@@ -175,6 +183,13 @@ impl SynthesizedPartition {
 pub trait Synthesizer: Send + Sync {
     /// Synthesizes one circuit with its witness.
     fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<SynthesizedPartition>;
+}
+
+/// A shared synthesizer (the caller keeps a handle, as to a [`crate::replay::Replay`]).
+impl<S: Synthesizer> Synthesizer for std::sync::Arc<S> {
+    fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<SynthesizedPartition> {
+        (**self).synthesize(circuit)
+    }
 }
 
 /// The sizes of a circuit as the prover sees them (bellperson's shape: ONE and the input

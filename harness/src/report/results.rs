@@ -289,15 +289,20 @@ pub fn table(points: &[PointResult]) -> String {
 /// The title of a sweep's report.
 pub fn report_title(run: &RunConfig) -> String {
     format!(
-        "{} 2^{} x {} partitions x {} jobs, {} backend, release {}",
+        "{} 2^{} x {} partitions x {} jobs, {} backend, release {}{}",
         run.circuit.name(),
         run.log2_constraints,
         run.partitions,
         run.jobs,
         run.backend.name(),
-        run.release.name()
+        run.release.name(),
+        if run.replay { REPLAY_NOTE } else { "" }
     )
 }
+
+/// What a replay run's title says (the figures are the accelerator's, not a prover's).
+pub const REPLAY_NOTE: &str =
+    ", replay (one partition synthesized once, copies proved: a timing workload)";
 
 #[cfg(test)]
 mod tests {

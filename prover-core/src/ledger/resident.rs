@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::{Inner, Memory};
 
 /// Number of resident kinds.
-pub(super) const KINDS: usize = 3;
+pub(super) const KINDS: usize = 4;
 
 /// The kinds of resident buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -20,6 +20,8 @@ pub enum ResidentKind {
     DeviceTables,
     /// Pinned host pools reused across partitions.
     PinnedPool,
+    /// The one synthesized partition a replay workload copies for every partition.
+    ReplaySource,
 }
 
 impl ResidentKind {
@@ -28,13 +30,14 @@ impl ResidentKind {
         ResidentKind::DeviceBases,
         ResidentKind::DeviceTables,
         ResidentKind::PinnedPool,
+        ResidentKind::ReplaySource,
     ];
 
     /// Where entries of this kind live.
     pub fn memory(self) -> Memory {
         match self {
             ResidentKind::DeviceBases | ResidentKind::DeviceTables => Memory::Device,
-            ResidentKind::PinnedPool => Memory::Host,
+            ResidentKind::PinnedPool | ResidentKind::ReplaySource => Memory::Host,
         }
     }
 
@@ -44,6 +47,7 @@ impl ResidentKind {
             ResidentKind::DeviceBases => "device_bases",
             ResidentKind::DeviceTables => "device_tables",
             ResidentKind::PinnedPool => "pinned_pool",
+            ResidentKind::ReplaySource => "replay_source",
         }
     }
 }
