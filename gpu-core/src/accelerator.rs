@@ -129,6 +129,13 @@ impl<D: Device> GpuAccelerator<D> {
     pub fn device(&self, i: usize) -> Option<&GpuDevice<D>> {
         self.devices.get(i).map(|d| &**d)
     }
+
+    /// Parameter generation's products on device `i` (its memory counted by the same gauge).
+    pub fn multiplier(&self, i: usize) -> Option<crate::GpuMultiplier<D>> {
+        self.devices
+            .get(i)
+            .map(|d| crate::GpuMultiplier::new(Arc::clone(d), self.device_name(i)))
+    }
 }
 
 /// A query's bases on one device, when they fit.

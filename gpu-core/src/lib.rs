@@ -13,6 +13,8 @@
 //!   query's scalars classified into the lists the host scan makes).
 //! - [`accelerator`]: a `GpuBackend` over any device: prepare (resident bases), workers, b_g2
 //!   on the device, hand-back on any device error.
+//! - [`fixed_base`]: parameter generation's fixed-base products on a device (prover-core's
+//!   `Multiplier`).
 //! - [`cache`]: the program binary cache on disk.
 //! - [`fault`]: the fault-injection test hook.
 //! - [`profile`]: step times under `PROOFLINE_GPU_PROFILE=1`.
@@ -24,6 +26,7 @@ pub mod classify;
 pub mod context;
 pub mod device;
 pub mod fault;
+pub mod fixed_base;
 pub mod memory;
 pub mod msm;
 pub mod ntt;
@@ -35,4 +38,5 @@ pub use accelerator::{GpuAccelerator, GpuOptions};
 pub use context::GpuDevice;
 pub use device::{Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
 pub use fault::Faults;
+pub use fixed_base::GpuMultiplier;
 pub use source::{KernelSource, Limbs};

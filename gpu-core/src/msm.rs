@@ -47,6 +47,8 @@ pub trait DeviceCurve: DeviceCopy {
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
     /// The sorted MSM's kernel adding groups of partial sums.
     fn pl_sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
+    /// Parameter generation's fixed-base products.
+    fn fixed_base_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
 }
 
 /// Which MSM kernel runs the listed and dense terms.
@@ -102,6 +104,9 @@ impl DeviceCurve for G1Affine {
     fn pl_sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g1_pl_sum
     }
+    fn fixed_base_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g1_fixed_base
+    }
 }
 
 impl DeviceCurve for G2Affine {
@@ -122,6 +127,9 @@ impl DeviceCurve for G2Affine {
     }
     fn pl_sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g2_pl_sum
+    }
+    fn fixed_base_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g2_fixed_base
     }
 }
 

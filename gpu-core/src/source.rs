@@ -11,6 +11,7 @@ const KERNELS: &str = include_str!("kernels.cl");
 const MSM: &str = include_str!("msm.cl");
 const PIPPENGER: &str = include_str!("pippenger.cl");
 const CLASSIFY: &str = include_str!("classify.cl");
+const FIXED_BASE: &str = include_str!("fixed_base.cl");
 
 /// The limb width of the generated field arithmetic. The bytes of a field element are the same
 /// either way (little-endian Montgomery limbs, as blstrs stores them).
@@ -90,6 +91,10 @@ pub struct KernelNames {
     pub cls_count: String,
     /// The 0/1 split: the lists of ones and others written at the scanned offsets.
     pub cls_write: String,
+    /// Parameter generation: G1 fixed-base products.
+    pub g1_fixed_base: String,
+    /// Parameter generation: G2 fixed-base products.
+    pub g2_fixed_base: String,
 }
 
 /// ec-gpu-gen's builder keeps its parts in hash sets, so the order of the fields and of the
@@ -202,7 +207,7 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 28] {
+    pub fn all(&self) -> [&str; 30] {
         [
             &self.radix_fft,
             &self.fill_zero,
@@ -232,6 +237,8 @@ impl KernelNames {
             &self.g2_pl_sum,
             &self.cls_count,
             &self.cls_write,
+            &self.g1_fixed_base,
+            &self.g2_fixed_base,
         ]
     }
 }
@@ -255,6 +262,8 @@ impl KernelSource {
             curve(PIPPENGER, &g1, &fp).replace("{RUNS_BOUNDS}", "PL_BOUNDS(64, 8)"),
             curve(PIPPENGER, &g2, &fp2).replace("{RUNS_BOUNDS}", ""),
             CLASSIFY.to_string(),
+            curve(FIXED_BASE, &g1, &fp),
+            curve(FIXED_BASE, &g2, &fp2),
         ]
         .join("\n");
         let p = Parts::new(limbs);
@@ -296,6 +305,8 @@ impl KernelSource {
             g2_pl_sum: format!("{g2}_pl_sum"),
             cls_count: "cls_count".into(),
             cls_write: "cls_write".into(),
+            g1_fixed_base: format!("{g1}_fixed_base"),
+            g2_fixed_base: format!("{g2}_fixed_base"),
         };
         KernelSource { text, names }
     }
@@ -331,6 +342,8 @@ mod tests {
             ("kernels.cl", KERNELS),
             ("msm.cl", MSM),
             ("pippenger.cl", PIPPENGER),
+            ("classify.cl", CLASSIFY),
+            ("fixed_base.cl", FIXED_BASE),
         ] {
             for (i, line) in text.lines().enumerate() {
                 if line.trim_start().starts_with("//") {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use backend_cpu::CpuBackend;
-use prover_core::GpuBackend;
+use prover_core::{CpuMultiplier, GpuBackend, Multiplier};
 
 use crate::config::{BackendKind, RunConfig};
 
@@ -28,17 +28,66 @@ pub fn open(cfg: &RunConfig) -> anyhow::Result<Backends> {
     }
 }
 
+/// The environment variable that keeps parameter generation on the CPU (`cpu`) when a device
+/// backend is chosen; by default a device backend generates missing parameters on its first
+/// device.
+pub const PARAMS_ON_VAR: &str = "PROOFLINE_PARAMS_ON";
+
+/// Who computes missing parameters' points for `cfg`: the first selected device of a device
+/// backend (unless `PROOFLINE_PARAMS_ON=cpu`), else the CPU. Same bytes either way.
+pub fn multiplier(cfg: &RunConfig) -> anyhow::Result<Box<dyn Multiplier>> {
+    let on_device = params_on_device(&std::env::var(PARAMS_ON_VAR).unwrap_or_default())
+        .map_err(anyhow::Error::msg)?;
+    if !on_device {
+        return Ok(Box::new(CpuMultiplier));
+    }
+    let device = cfg.gpus.first().copied().unwrap_or(0);
+    let missing = |n: usize| anyhow::anyhow!("--gpus names device {device}; there are {n}");
+    match cfg.backend {
+        BackendKind::Cpu => Ok(Box::new(CpuMultiplier)),
+        #[cfg(feature = "opencl")]
+        BackendKind::Opencl => {
+            let b = open_opencl_backend(cfg)?;
+            let n = b.describe().len();
+            Ok(Box::new(b.multiplier(device).ok_or_else(|| missing(n))?))
+        }
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => {
+            let b = open_cuda_backend(cfg)?;
+            let n = b.describe().len();
+            Ok(Box::new(b.multiplier(device).ok_or_else(|| missing(n))?))
+        }
+        #[allow(unreachable_patterns)]
+        _ => open(cfg).map(|_| Box::new(CpuMultiplier) as Box<dyn Multiplier>),
+    }
+}
+
+/// `PROOFLINE_PARAMS_ON`'s value: `device` or unset (true), `cpu` (false).
+fn params_on_device(value: &str) -> Result<bool, String> {
+    match value.trim() {
+        "" | "device" => Ok(true),
+        "cpu" => Ok(false),
+        other => Err(format!(
+            "{PARAMS_ON_VAR}={other}: expected `cpu` or `device`"
+        )),
+    }
+}
+
 #[cfg(feature = "opencl")]
-fn open_opencl(cfg: &RunConfig) -> anyhow::Result<Backends> {
+fn open_opencl_backend(cfg: &RunConfig) -> anyhow::Result<backend_opencl::OpenClBackend> {
     let selector = backend_opencl::Selector::parse(cfg.opencl_device.as_deref().unwrap_or(""))
         .map_err(anyhow::Error::msg)?;
-    let backend = backend_opencl::open(backend_opencl::OpenClOptions {
+    Ok(backend_opencl::open(backend_opencl::OpenClOptions {
         selector,
         mem_limit: cfg.gpu_mem_limit,
         faults: None,
-    })?;
+    })?)
+}
+
+#[cfg(feature = "opencl")]
+fn open_opencl(cfg: &RunConfig) -> anyhow::Result<Backends> {
     Ok(Backends {
-        backend: Arc::new(backend),
+        backend: Arc::new(open_opencl_backend(cfg)?),
         fallback: Some(Arc::new(CpuBackend)),
     })
 }
@@ -49,13 +98,17 @@ fn open_opencl(_: &RunConfig) -> anyhow::Result<Backends> {
 }
 
 #[cfg(feature = "cuda")]
-fn open_cuda(cfg: &RunConfig) -> anyhow::Result<Backends> {
-    let backend = backend_cuda::open(backend_cuda::CudaOptions {
+fn open_cuda_backend(cfg: &RunConfig) -> anyhow::Result<backend_cuda::CudaBackend> {
+    Ok(backend_cuda::open(backend_cuda::CudaOptions {
         mem_limit: cfg.gpu_mem_limit,
         faults: None,
-    })?;
+    })?)
+}
+
+#[cfg(feature = "cuda")]
+fn open_cuda(cfg: &RunConfig) -> anyhow::Result<Backends> {
     Ok(Backends {
-        backend: Arc::new(backend),
+        backend: Arc::new(open_cuda_backend(cfg)?),
         fallback: Some(Arc::new(CpuBackend)),
     })
 }
@@ -110,7 +163,18 @@ pub fn parse_cuda_arch(s: &str) -> Result<(i32, i32), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_cuda_arch;
+    use super::{params_on_device, parse_cuda_arch};
+
+    #[test]
+    fn params_on_parses_and_nonsense_is_refused() {
+        assert_eq!(params_on_device(""), Ok(true));
+        assert_eq!(params_on_device(" device "), Ok(true));
+        assert_eq!(params_on_device("cpu"), Ok(false));
+        for bad in ["gpu", "CPU", "0"] {
+            let e = params_on_device(bad).unwrap_err();
+            assert!(e.contains("PROOFLINE_PARAMS_ON") && e.contains(bad), "{e}");
+        }
+    }
 
     #[test]
     fn cuda_architectures_parse_and_nonsense_is_refused() {

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use prover_core::{write_parameters_with_progress, GenProgress, Parameters, PointCheck, Trapdoor};
+use prover_core::{write_parameters_on, GenProgress, Multiplier, Parameters, PointCheck, Trapdoor};
 use rand::SeedableRng;
 
 use crate::workloads::WorkloadSpec;
@@ -96,13 +96,15 @@ pub fn cache_path(dir: &Path, spec: &WorkloadSpec) -> PathBuf {
 }
 
 /// Loads the workload's parameters from the cache, or generates them (seeded by the cache key,
-/// with a progress bar on stderr when `progress` is set) straight into the cache file. Our own cache is
+/// with a progress bar on stderr when `progress` is set) straight into the cache file, their
+/// points computed by `multiplier` (the CPU, or a device: the same bytes). Our own cache is
 /// trusted: it is read without the subgroup check. Returns the parameters and whether they came
 /// from the cache.
 pub fn load_or_generate(
     dir: &Path,
     spec: &WorkloadSpec,
     progress: bool,
+    multiplier: &dyn Multiplier,
 ) -> prover_core::Result<(Parameters, bool)> {
     let path = cache_path(dir, spec);
     if path.exists() {
@@ -127,7 +129,13 @@ pub fn load_or_generate(
             spec.kind.name()
         ),
     })?;
-    write_parameters_with_progress(shape, &trapdoor, &path, &reporter)?;
-    reporter.finish(format!("written to {}", path.display()));
+    let t = std::time::Instant::now();
+    write_parameters_on(shape, &trapdoor, &path, &reporter, multiplier)?;
+    reporter.finish(format!(
+        "generated on {} in {:.1} s, written to {}",
+        multiplier.name(),
+        t.elapsed().as_secs_f64(),
+        path.display()
+    ));
     Ok((Parameters::read_file(&path, PointCheck::Unchecked)?, false))
 }

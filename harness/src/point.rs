@@ -263,7 +263,14 @@ pub fn load_parameters(cfg: &RunConfig, progress: bool) -> anyhow::Result<(Param
         return Ok((cached.params, cached.path));
     }
     let spec = cfg.workload();
-    let params = load_or_generate(&cfg.params_dir, &spec, progress)?.0;
+    // A device backend generates missing parameters on its device (the same bytes).
+    let multiplier: Box<dyn prover_core::Multiplier> =
+        if cache_path(&cfg.params_dir, &spec).exists() {
+            Box::new(prover_core::CpuMultiplier)
+        } else {
+            crate::backend::multiplier(cfg)?
+        };
+    let params = load_or_generate(&cfg.params_dir, &spec, progress, &*multiplier)?.0;
     Ok((params, cache_path(&cfg.params_dir, &spec)))
 }
 

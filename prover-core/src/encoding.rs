@@ -304,13 +304,13 @@ impl<R: Read> Source for ReadSource<R> {
 }
 
 /// Writes a u32 big-endian count and the uncompressed points.
-pub(crate) fn write_points<P: EncodedPoint, W: Write>(
+pub(crate) fn write_points<P: EncodedPoint + Sync, W: Write>(
     w: &mut W,
     what: &'static str,
     points: &[P],
 ) -> Result<()> {
     write_len(w, what, points.len())?;
-    for chunk in points.chunks(1 << 14) {
+    for chunk in points.chunks(1 << 20) {
         write_point_run(w, what, chunk)?;
     }
     Ok(())
@@ -327,17 +327,29 @@ pub(crate) fn write_len<W: Write>(w: &mut W, what: &'static str, len: usize) -> 
 }
 
 /// Writes points uncompressed, one buffer for the run, without a count.
-pub(crate) fn write_point_run<P: EncodedPoint, W: Write>(
+pub(crate) fn write_point_run<P: EncodedPoint + Sync, W: Write>(
     w: &mut W,
     what: &'static str,
     points: &[P],
 ) -> Result<()> {
-    let mut buf = Vec::with_capacity(points.len() * P::UNCOMPRESSED);
-    for p in points {
-        p.encode_uncompressed(&mut buf);
+    use rayon::prelude::*;
+    // Encoded in pieces on every thread (a point's encoding leaves Montgomery form: a GPU
+    // generator's millions of points would wait on one thread), written in order.
+    let pieces: Vec<Vec<u8>> = points
+        .par_chunks(1 << 12)
+        .map(|piece| {
+            let mut buf = Vec::with_capacity(piece.len() * P::UNCOMPRESSED);
+            for p in piece {
+                p.encode_uncompressed(&mut buf);
+            }
+            buf
+        })
+        .collect();
+    for buf in &pieces {
+        w.write_all(buf)
+            .map_err(|e| Error::io(format!("writing {what}"), e))?;
     }
-    w.write_all(&buf)
-        .map_err(|e| Error::io(format!("writing {what}"), e))
+    Ok(())
 }
 
 /// Writes one uncompressed point.

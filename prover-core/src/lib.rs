@@ -46,6 +46,7 @@ pub use error::{catch_panic, Error, PointError, Result};
 pub use generator::{
     generate_parameters, generate_parameters_with_progress, generate_random_parameters,
     generate_seeded_parameters, write_parameters_with_progress, GenProgress, Trapdoor,
+    generate_parameters_on, write_parameters_on, CpuMultiplier, Multiplier,
 };
 pub use params::{Parameters, VerifyingKey};
 pub use plan::{MsmTerm, QueryPlan};

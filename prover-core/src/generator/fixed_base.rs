@@ -1,16 +1,26 @@
 //! Fixed-base multiplication of a generator by many scalars, through precomputed tables.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use blstrs::Scalar;
 use ff::PrimeField;
 use group::Curve;
 use rayon::prelude::*;
+
+/// Tells tables apart (a device keeps the last one it was sent).
+static NEXT_TABLE: AtomicU64 = AtomicU64::new(0);
 
 /// Fixed-base scalar multiplication by a precomputed table of signed window digits: for window
 /// `i` and digit `d` in `1..=2^(w-1)` the table holds `d * 2^(w*i) * base` in affine form, so a
 /// product costs one mixed addition per window and no doublings (bellperson's wNAF costs 255
 /// doublings a product). Not constant time: for test and benchmark setups, whose toxic waste
 /// is generated and thrown away in the same process.
-pub(super) struct FixedBase<G: Curve> {
+///
+/// The digits are any signed digits in `-2^(w-1)..=2^(w-1)` whose weighted sum is the scalar:
+/// the CPU's [`FixedBase::mul`] carries out of each window, a device may use Booth digits
+/// (`gpu-core`'s `fixed_base.cl`); `windows` covers both for scalars below 2^255.
+pub struct FixedBase<G: Curve> {
+    id: u64,
     window: usize,
     windows: usize,
     table: Vec<G::AffineRepr>,
@@ -22,12 +32,17 @@ where
     G::AffineRepr: Send + Sync + Default + Copy,
 {
     /// A table sized for `n` products: the window minimizes table building plus products.
-    pub(super) fn new(base: G, n: usize) -> Self {
+    pub fn new(base: G, n: usize) -> Self {
         let cost = |w: usize| ((1usize << (w - 1)) + n) * (Scalar::NUM_BITS as usize / w + 2);
         Self::with_window(base, (2..=16).min_by_key(|&w| cost(w)).expect("a window"))
     }
 
-    fn with_window(base: G, window: usize) -> Self {
+    /// A table of `window`-bit windows.
+    ///
+    /// # Panics
+    /// Unless `2 <= window <= 16` (a programming error: [`FixedBase::new`] picks it).
+    pub fn with_window(base: G, window: usize) -> Self {
+        assert!((2..=16).contains(&window), "window {window} outside 2..=16");
         // One extra window takes the carry out of the top signed digit.
         let windows = (Scalar::NUM_BITS as usize).div_ceil(window) + 1;
         let half = 1usize << (window - 1);
@@ -52,13 +67,36 @@ where
             })
             .collect();
         FixedBase {
+            id: NEXT_TABLE.fetch_add(1, Ordering::Relaxed),
             window,
             windows,
             table: rows.concat(),
         }
     }
 
-    pub(super) fn mul(&self, s: &Scalar) -> G {
+    /// This table's identity in the process (tables are never equal by id).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Bits per window, `w`.
+    pub fn window(&self) -> usize {
+        self.window
+    }
+
+    /// Windows: `ceil(255 / w) + 1`, at least `ceil(256 / w)`.
+    pub fn windows(&self) -> usize {
+        self.windows
+    }
+
+    /// `table[i * 2^(w-1) + d - 1] = d * 2^(w*i) * base` in affine form, for window `i` and
+    /// digit `d` in `1..=2^(w-1)`.
+    pub fn table(&self) -> &[G::AffineRepr] {
+        &self.table
+    }
+
+    /// `s * base`.
+    pub fn mul(&self, s: &Scalar) -> G {
         // Room for the 8-byte read of the top window (bit offsets up to 16 * 17 = 272).
         let mut bytes = [0u8; 48];
         bytes[..32].copy_from_slice(&s.to_bytes_le());
@@ -92,7 +130,7 @@ where
 }
 
 /// Affine forms of `p`, in one batch inversion.
-pub(super) fn normalize<G: Curve>(p: &[G]) -> Vec<G::AffineRepr>
+pub fn normalize<G: Curve>(p: &[G]) -> Vec<G::AffineRepr>
 where
     G::AffineRepr: Default + Copy,
 {

@@ -7,10 +7,12 @@
 //! closed form (`L_i(tau) = (tau^m - 1) / m * w^i / (tau - w^i)`), with no NTT.
 //!
 //! Split by concern: [`qap`] records the constraints and evaluates the QAP at tau,
-//! `fixed_base` multiplies the generators by many scalars through tables, `sink` writes the
-//! points in file order (into memory or straight into a parameter file).
+//! [`fixed_base`] holds the tables of the generators' multiples, [`multiplier`] computes the
+//! products from them (on the CPU, or on a device through the [`Multiplier`] trait), `sink`
+//! writes the points in file order (into memory or straight into a parameter file).
 
-mod fixed_base;
+pub mod fixed_base;
+pub mod multiplier;
 mod qap;
 mod sink;
 
@@ -25,6 +27,8 @@ use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::params::{Parameters, VerifyingKey};
 use fixed_base::{normalize, FixedBase};
+pub use multiplier::{CpuMultiplier, Multiplier};
+use multiplier::{GenCurve, CPU_PIECE};
 use qap::KeypairAssembly;
 use sink::{FileSink, MemorySink, Sink};
 
@@ -100,8 +104,19 @@ pub fn generate_parameters_with_progress<C: Circuit<Scalar>>(
     trapdoor: &Trapdoor,
     progress: &dyn GenProgress,
 ) -> Result<Parameters> {
+    generate_parameters_on(circuit, trapdoor, progress, &CpuMultiplier)
+}
+
+/// [`generate_parameters_with_progress`], the products computed by `multiplier` (a device):
+/// the same parameters, byte for byte.
+pub fn generate_parameters_on<C: Circuit<Scalar>>(
+    circuit: C,
+    trapdoor: &Trapdoor,
+    progress: &dyn GenProgress,
+    multiplier: &dyn Multiplier,
+) -> Result<Parameters> {
     let mut sink = MemorySink::default();
-    generate_into(circuit, trapdoor, progress, &mut sink)?;
+    generate_into(circuit, trapdoor, progress, multiplier, &mut sink)?;
     let vk = sink
         .vk
         .expect("the generator always emits the verifying key");
@@ -130,23 +145,33 @@ pub fn write_parameters_with_progress<C: Circuit<Scalar>>(
     path: &std::path::Path,
     progress: &dyn GenProgress,
 ) -> Result<VerifyingKey> {
+    write_parameters_on(circuit, trapdoor, path, progress, &CpuMultiplier)
+}
+
+/// [`write_parameters_with_progress`], the products computed by `multiplier` (a device): the
+/// same file, byte for byte.
+pub fn write_parameters_on<C: Circuit<Scalar>>(
+    circuit: C,
+    trapdoor: &Trapdoor,
+    path: &std::path::Path,
+    progress: &dyn GenProgress,
+    multiplier: &dyn Multiplier,
+) -> Result<VerifyingKey> {
     crate::params::write_atomically(path, |w| {
         let mut sink = FileSink { w, vk: None };
-        generate_into(circuit, trapdoor, progress, &mut sink)?;
+        generate_into(circuit, trapdoor, progress, multiplier, &mut sink)?;
         Ok(sink
             .vk
             .expect("the generator always emits the verifying key"))
     })
 }
 
-/// Points per chunk of work (one batch normalization each).
-const CHUNK: usize = 1 << 13;
-
 /// The generator proper: synthesizes, evaluates the QAP at tau, and emits every section.
 fn generate_into<C: Circuit<Scalar>>(
     circuit: C,
     trapdoor: &Trapdoor,
     progress: &dyn GenProgress,
+    multiplier: &dyn Multiplier,
     sink: &mut dyn Sink,
 ) -> Result<()> {
     let Trapdoor {
@@ -200,11 +225,15 @@ fn generate_into<C: Circuit<Scalar>>(
             var as usize
         }
     };
-    for (terms, acc) in cs.terms.iter().zip(qap.iter_mut()) {
-        for t in terms {
-            acc[resolve(t.var)] += lagrange[t.constraint as usize] * t.coeff;
-        }
-    }
+    // The three matrices on three threads.
+    cs.terms
+        .par_iter()
+        .zip(qap.par_iter_mut())
+        .for_each(|(terms, acc)| {
+            for t in terms {
+                acc[resolve(t.var)] += lagrange[t.constraint as usize] * t.coeff;
+            }
+        });
     drop(lagrange);
     let n_in = cs.num_inputs;
     drop(cs);
@@ -255,6 +284,7 @@ fn generate_into<C: Circuit<Scalar>>(
     emit(
         m - 1,
         &g1_base,
+        multiplier,
         progress,
         |range| {
             let mut p = tau.pow_vartime([range.start as u64]) * coeff;
@@ -273,6 +303,7 @@ fn generate_into<C: Circuit<Scalar>>(
     emit(
         num_vars - n_in,
         &g1_base,
+        multiplier,
         progress,
         |range| range.map(|j| ext(n_in + j)).collect(),
         &mut |c| sink.g1("params.l", c),
@@ -282,6 +313,7 @@ fn generate_into<C: Circuit<Scalar>>(
     emit(
         a_vars.len(),
         &g1_base,
+        multiplier,
         progress,
         |range| a_vars[range].iter().map(|&j| u[j as usize]).collect(),
         &mut |c| sink.g1("params.a", c),
@@ -290,12 +322,12 @@ fn generate_into<C: Circuit<Scalar>>(
         b_vars[range].iter().map(|&j| v[j as usize]).collect()
     };
     sink.section("params.b_g1", b_vars.len())?;
-    emit(b_vars.len(), &g1_base, progress, b_scalars, &mut |c| {
+    emit(b_vars.len(), &g1_base, multiplier, progress, b_scalars, &mut |c| {
         sink.g1("params.b_g1", c)
     })?;
     drop(g1_base);
     sink.section("params.b_g2", b_vars.len())?;
-    emit(b_vars.len(), &g2_base, progress, b_scalars, &mut |c| {
+    emit(b_vars.len(), &g2_base, multiplier, progress, b_scalars, &mut |c| {
         sink.g2("params.b_g2", c)
     })
 }
@@ -309,34 +341,42 @@ fn nonzero_indices(s: &[Scalar]) -> Vec<u32> {
         .collect()
 }
 
-/// Computes `base * scalars(range)` for `0..n` in chunks, several chunks in parallel, and
-/// hands the affine points to `put` in order.
+/// Computes `base * scalars(range)` for `0..n` in the multiplier's chunks (each chunk's
+/// scalars made on every thread) and hands the affine points to `put` in order.
 fn emit<G>(
     n: usize,
     base: &FixedBase<G>,
+    multiplier: &dyn Multiplier,
     progress: &dyn GenProgress,
     scalars: impl Fn(std::ops::Range<usize>) -> Vec<Scalar> + Sync,
     put: &mut dyn FnMut(&[G::AffineRepr]) -> Result<()>,
 ) -> Result<()>
 where
-    G: Curve + Send + Sync,
+    G: GenCurve,
     G::AffineRepr: Send + Sync + Default + Copy,
 {
-    let starts: Vec<usize> = (0..n).step_by(CHUNK).collect();
-    let batch = rayon::current_num_threads() * 4;
-    for starts in starts.chunks(batch) {
-        let done: Vec<Vec<G::AffineRepr>> = starts
-            .par_iter()
-            .map(|&s| {
-                let range = s..(s + CHUNK).min(n);
-                let proj: Vec<G> = scalars(range).iter().map(|x| base.mul(x)).collect();
-                progress.advance(proj.len() as u64);
-                normalize(&proj)
-            })
+    let chunk = multiplier.chunk_len().max(1);
+    for start in (0..n).step_by(chunk) {
+        let end = (start + chunk).min(n);
+        let pieces: Vec<usize> = (start..end).step_by(CPU_PIECE).collect();
+        let s: Vec<Scalar> = pieces
+            .into_par_iter()
+            .flat_map_iter(|p| scalars(p..(p + CPU_PIECE).min(end)))
             .collect();
-        for chunk in &done {
-            put(chunk)?;
+        let points = G::products(multiplier, base, &s)?;
+        if points.len() != s.len() {
+            return Err(Error::Backend {
+                backend: multiplier.name(),
+                source: format!(
+                    "{} fixed-base products returned for {} scalars",
+                    points.len(),
+                    s.len()
+                )
+                .into(),
+            });
         }
+        progress.advance(points.len() as u64);
+        put(&points)?;
     }
     Ok(())
 }
