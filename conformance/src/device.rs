@@ -18,13 +18,11 @@ use gpu_core::{GpuDevice, Queue};
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 use prover_core::density::{Density, ScalarBytes};
+use prover_core::generator::fixed_base::FixedBase;
 use prover_core::ledger::{Stage, StageLedger};
 use prover_core::plan::{Filter, MsmTerm, ScalarSource};
 use prover_core::synthesize::Witness;
-use prover_core::generator::fixed_base::FixedBase;
-use prover_core::{
-    generate_parameters, generate_parameters_on, Multiplier, Trapdoor,
-};
+use prover_core::{generate_parameters, generate_parameters_on, Multiplier, Trapdoor};
 use prover_core::{
     generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Config, CpuSynthesizer,
     Domain, Engine, EngineStats, GpuBackend,
@@ -581,7 +579,10 @@ pub fn check_generator(m: &dyn Multiplier) {
             assert_same(&got, &want, &format!("G2 products, window {window}"));
         }
     }
-    assert!(m.g1(&FixedBase::with_window(g1, 4), &[]).unwrap().is_empty());
+    assert!(m
+        .g1(&FixedBase::with_window(g1, 4), &[])
+        .unwrap()
+        .is_empty());
 
     let bytes = |p: &prover_core::Parameters| {
         let mut b = Vec::new();
@@ -592,10 +593,18 @@ pub fn check_generator(m: &dyn Multiplier) {
         let trapdoor = Trapdoor::random(&mut rng);
         let cpu = generate_parameters(c.clone(), &trapdoor).expect("CPU parameters");
         let dev = generate_parameters_on(c.clone(), &trapdoor, &(), m).expect("device parameters");
-        assert!(bytes(&cpu) == bytes(&dev), "{}: device parameters differ", c.describe());
+        assert!(
+            bytes(&cpu) == bytes(&dev),
+            "{}: device parameters differ",
+            c.describe()
+        );
         let other = Trapdoor::random(&mut rng);
         let dev2 = generate_parameters_on(c.clone(), &other, &(), m).expect("device parameters");
-        assert!(bytes(&cpu) != bytes(&dev2), "{}: trapdoor ignored", c.describe());
+        assert!(
+            bytes(&cpu) != bytes(&dev2),
+            "{}: trapdoor ignored",
+            c.describe()
+        );
     }
 }
 

@@ -86,16 +86,18 @@ impl<D: Device> GpuMultiplier<D> {
         if n == 0 {
             return Ok(out);
         }
-        let exps = self.gpu.upload_scratch(queue, scalars, "generator scalars")?;
+        let exps = self
+            .gpu
+            .upload_scratch(queue, scalars, "generator scalars")?;
         launch_threads(
             queue,
             &self.gpu.names.to_canonical,
             n,
             &[Arg::Buffer(exps.raw()), Arg::U32(n as u32)],
         )?;
-        let products = self
-            .gpu
-            .scratch(queue, C::JACOBIAN_BYTES * n as u64, "generator products")?;
+        let products =
+            self.gpu
+                .scratch(queue, C::JACOBIAN_BYTES * n as u64, "generator products")?;
         launch_threads(
             queue,
             C::fixed_base_kernel(&self.gpu),

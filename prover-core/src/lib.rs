@@ -44,9 +44,9 @@ pub use encoding::{EncodedPoint, PointCheck};
 pub use engine::{Config, DeviceStats, Engine, EngineStats, JobHandle, ReleasePolicy};
 pub use error::{catch_panic, Error, PointError, Result};
 pub use generator::{
-    generate_parameters, generate_parameters_with_progress, generate_random_parameters,
-    generate_seeded_parameters, write_parameters_with_progress, GenProgress, Trapdoor,
-    generate_parameters_on, write_parameters_on, CpuMultiplier, Multiplier,
+    generate_parameters, generate_parameters_on, generate_parameters_with_progress,
+    generate_random_parameters, generate_seeded_parameters, write_parameters_on,
+    write_parameters_with_progress, CpuMultiplier, GenProgress, Multiplier, Trapdoor,
 };
 pub use params::{Parameters, VerifyingKey};
 pub use plan::{MsmTerm, QueryPlan};

@@ -322,14 +322,24 @@ fn generate_into<C: Circuit<Scalar>>(
         b_vars[range].iter().map(|&j| v[j as usize]).collect()
     };
     sink.section("params.b_g1", b_vars.len())?;
-    emit(b_vars.len(), &g1_base, multiplier, progress, b_scalars, &mut |c| {
-        sink.g1("params.b_g1", c)
-    })?;
+    emit(
+        b_vars.len(),
+        &g1_base,
+        multiplier,
+        progress,
+        b_scalars,
+        &mut |c| sink.g1("params.b_g1", c),
+    )?;
     drop(g1_base);
     sink.section("params.b_g2", b_vars.len())?;
-    emit(b_vars.len(), &g2_base, multiplier, progress, b_scalars, &mut |c| {
-        sink.g2("params.b_g2", c)
-    })
+    emit(
+        b_vars.len(),
+        &g2_base,
+        multiplier,
+        progress,
+        b_scalars,
+        &mut |c| sink.g2("params.b_g2", c),
+    )
 }
 
 /// Indices of the nonzero entries.
