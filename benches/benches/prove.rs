@@ -1,4 +1,4 @@
-//! Synthesis and whole-partition proofs at 2^14 and 2^16 constraints, with bellperson 0.26 proving
+//! Whole-partition proofs at 2^14 and 2^16 constraints, with bellperson 0.26 proving
 //! the same circuit with the same parameters side by side.
 
 use std::sync::Arc;
@@ -10,23 +10,11 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use prover_core::circuits::DenseCircuit;
 use prover_core::ledger::StageLedger;
 use prover_core::{
-    generate_seeded_parameters, prove, CpuSynthesizer, GpuBackend, PointCheck, Stages, Synthesizer,
+    generate_seeded_parameters, prove, CpuSynthesizer, GpuBackend, PointCheck, Stages,
 };
 
 const SIZES: [u32; 2] = [14, 16];
 const INPUTS: usize = 4;
-
-fn bench_synthesis(c: &mut Criterion) {
-    let mut g = c.benchmark_group("synthesis");
-    g.sample_size(10);
-    for k in SIZES {
-        let circuit = DenseCircuit::with_domain(k, INPUTS, 1).with_witness(7);
-        g.bench_function(BenchmarkId::from_parameter(k), |b| {
-            b.iter(|| CpuSynthesizer.synthesize(circuit.clone()).unwrap())
-        });
-    }
-    g.finish();
-}
 
 fn bench_partition_proof(c: &mut Criterion) {
     let mut g = c.benchmark_group("partition_proof");
@@ -61,5 +49,5 @@ fn bench_partition_proof(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(prove_benches, bench_synthesis, bench_partition_proof);
+criterion_group!(prove_benches, bench_partition_proof);
 criterion_main!(prove_benches);

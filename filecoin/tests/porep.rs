@@ -9,7 +9,43 @@ use std::sync::Arc;
 use filecoin_proofs::SECTOR_SIZE_2_KIB;
 use proofline_filecoin::porep::{self, C1File};
 use proofline_filecoin::{cached_parameters, prove_circuits, Tree2KiB};
-use prover_core::PointCheck;
+use backend_cpu::CpuBackend;
+use prover_core::ledger::StageLedger;
+use prover_core::stages::Randomness;
+use prover_core::{
+    prove_with_randomness, CpuSynthesizer, GpuBackend, PceSynthesizer, PointCheck, Precompiled,
+    Proof, Stages,
+};
+
+/// Pre-compiled synthesis (matrices recorded from the circuit) proves the same bytes as
+/// bellpepper's constraint system for the same r and s; returns that proof.
+fn same_bytes_with_precompiled_synthesis(
+    circuits: &[porep::PorepCircuit<Tree2KiB>],
+    params: Arc<prover_core::Parameters>,
+) -> Vec<u8> {
+    let pce = Precompiled::record(circuits[0].clone()).unwrap();
+    let pce = PceSynthesizer::new(Arc::new(pce));
+    let prepared = CpuBackend.prepare(params, &StageLedger::new()).unwrap();
+    let rs: Vec<_> = circuits
+        .iter()
+        .map(|_| Randomness::random(&mut rand::thread_rng()))
+        .collect();
+    let cs = Stages {
+        synthesizer: &CpuSynthesizer,
+        backend: &CpuBackend,
+        finalizer: &CpuBackend,
+    };
+    let with_pce = Stages {
+        synthesizer: &pce,
+        backend: &CpuBackend,
+        finalizer: &CpuBackend,
+    };
+    let a = prove_with_randomness(cs, &prepared, circuits.to_vec(), &rs).unwrap();
+    let b = prove_with_randomness(with_pce, &prepared, circuits.to_vec(), &rs).unwrap();
+    let (a, b) = (Proof::many_to_bytes(&a), Proof::many_to_bytes(&b));
+    assert_eq!(a, b, "pre-compiled synthesis proved other bytes");
+    b
+}
 
 #[test]
 fn porep_2kib_c2_is_accepted_by_verify_seal() {
@@ -30,7 +66,9 @@ fn porep_2kib_c2_is_accepted_by_verify_seal() {
     let circuits = porep::porep_circuits::<Tree2KiB>(&config, &c1).unwrap();
     assert_eq!(circuits.len(), 1, "a 2 KiB sector proves one partition");
     let (circuits, _inputs): (Vec<_>, Vec<_>) = circuits.into_iter().unzip();
-    let run = prove_circuits(circuits, Arc::new(cached.params), 1).unwrap();
+    let params = Arc::new(cached.params);
+    let pce_proof = same_bytes_with_precompiled_synthesis(&circuits, params.clone());
+    let run = prove_circuits(circuits, params, 1).unwrap();
     let proof = prover_core::Proof::many_to_bytes(&run.proofs);
     assert_eq!(proof.len(), 192);
     // The ledger balanced back to zero after the job.
@@ -39,6 +77,9 @@ fn porep_2kib_c2_is_accepted_by_verify_seal() {
     let prover_id = sealed.info.prover_id().unwrap();
     let sector_id = sealed.info.sector_id;
     assert!(porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &proof).unwrap());
+    assert!(
+        porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &pce_proof).unwrap()
+    );
 
     // Negative twins: a flipped byte, another sector's C1 output, another prover id.
     let mut flipped = proof.clone();

@@ -10,7 +10,10 @@ use filecoin_proofs::{
     WINDOW_POST_CHALLENGE_COUNT, WINNING_POST_CHALLENGE_COUNT, WINNING_POST_SECTOR_COUNT,
 };
 use proofline_filecoin::seal::{seal_random_sector, SealedSector};
-use proofline_filecoin::{post_parameters, prove_post, prove_post_on, vanilla_proofs, Tree2KiB};
+use proofline_filecoin::{
+    post_circuits, post_parameters, prove_post, prove_post_on, vanilla_proofs, Tree2KiB,
+};
+use prover_core::{CpuSynthesizer, Precompiled, Synthesizer};
 use storage_proofs_core::api_version::ApiVersion;
 
 /// One parameter cache for the test binary, set before filecoin-proofs reads its settings.
@@ -62,6 +65,16 @@ fn winning_post_2kib_is_accepted_by_filecoin_proofs() {
         &[(s.sector_id, s.private_info().unwrap())],
     )
     .unwrap();
+    // Pre-compiled synthesis (matrices recorded from the circuit): the same partition as
+    // bellpepper's constraint system gives, so the same proof for the same r and s.
+    let (circuit, _) = post_circuits::<Tree2KiB>(&config, &randomness, prover_id, &vanilla)
+        .unwrap()
+        .remove(0);
+    let pce = Precompiled::record(circuit.clone()).unwrap();
+    assert_eq!(
+        pce.synthesize(circuit.clone()).unwrap(),
+        CpuSynthesizer.synthesize(circuit).unwrap()
+    );
     let proof =
         prove_post::<Tree2KiB>(&config, &randomness, prover_id, &vanilla, params.clone(), 2)
             .unwrap();

@@ -18,6 +18,29 @@ pub enum BackendKind {
     Opencl,
 }
 
+/// `--synthesis`.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum SynthesisMode {
+    /// bellpepper's constraint system, linear combinations built for every partition.
+    #[default]
+    Cs,
+    /// Pre-compiled constraints: witness-only synthesis and a parallel sparse product.
+    Pce,
+}
+
+impl SynthesisMode {
+    /// The command-line spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            SynthesisMode::Cs => "cs",
+            SynthesisMode::Pce => "pce",
+        }
+    }
+}
+
 /// `--release`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -198,6 +221,13 @@ pub struct RunConfig {
     #[arg(long)]
     #[serde(default)]
     pub replay: bool,
+    /// How partitions are synthesized: `cs` builds every constraint's linear combinations
+    /// (bellpepper's constraint system, one thread per partition); `pce` records the circuit's
+    /// matrices once (cached beside the parameters as `<params>.pce`), then runs each circuit for
+    /// its witness only and computes a, b, c with a sparse product over all cores.
+    #[arg(long, value_enum, default_value_t = SynthesisMode::Cs)]
+    #[serde(default)]
+    pub synthesis: SynthesisMode,
 }
 
 impl RunConfig {

@@ -7,6 +7,7 @@ pub mod commands;
 pub mod config;
 pub mod filecoin;
 pub mod params_cache;
+pub mod pce;
 pub mod point;
 pub mod report;
 pub mod sweep;

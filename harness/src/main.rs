@@ -236,9 +236,10 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             let spec = cfg.workload();
             let prepared = prepare(&cfg, true)?;
             println!(
-                "workload {}{} ({}), {} jobs x {} partitions, pw {pw}, release {}; parameters in {:.1} s",
+                "workload {}{}{} ({}), {} jobs x {} partitions, pw {pw}, release {}; parameters in {:.1} s",
                 cfg.circuit.name(),
                 if cfg.replay { harness::report::REPLAY_NOTE } else { "" },
+                harness::report::synthesis_note(&cfg),
                 if cfg.circuit.is_filecoin() {
                     "Filecoin, 2KiB sectors".to_string()
                 } else {

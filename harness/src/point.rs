@@ -12,12 +12,12 @@ use prover_core::ledger::{BufferKind, ResidentKind, Stage};
 use prover_core::replay::Replay;
 use prover_core::sampler::{current_rss, peak_rss, Sample, Sampler};
 use prover_core::{
-    prepare_verifying_key, verify_proof, verify_proofs_batch, Config, CpuSynthesizer, Engine,
+    prepare_verifying_key, verify_proof, verify_proofs_batch, Config, CpuSynthesizer, Engine, PceSynthesizer,
     Error, Parameters, Proof, Synthesizer,
 };
 use serde::{Deserialize, Serialize};
 
-use crate::config::RunConfig;
+use crate::config::{RunConfig, SynthesisMode};
 use crate::filecoin::Job;
 use crate::params_cache::{cache_path, load_or_generate, Bar};
 
@@ -89,6 +89,10 @@ pub struct PointResult {
     /// (the ledger's `replay_source` entry); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_source_bytes: Option<u64>,
+    /// With `--synthesis pce`: the bytes of the recorded matrices shared by the synthesis
+    /// workers (the ledger's `pce_matrices` entry); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pce_matrices_bytes: Option<u64>,
     /// Jobs whose every partition proof verified.
     pub proofs_verified: u64,
     /// Jobs that failed or did not verify.
@@ -128,6 +132,7 @@ impl PointResult {
             ledger_peak_bytes: None,
             device_peak_bytes: None,
             replay_source_bytes: None,
+            pce_matrices_bytes: None,
             proofs_verified: 0,
             proofs_failed: 0,
             partitions_verified: 0,
@@ -343,9 +348,11 @@ pub fn suspect_parameters(path: &Path) -> String {
     )
 }
 
-/// The harness's synthesizer: each partition synthesized, or the replay workload's copies.
+/// The harness's synthesizer: each partition synthesized (through bellpepper's constraint
+/// system, or pre-compiled), or the replay workload's copies.
 enum Synth {
     Fresh(CpuSynthesizer),
+    Pce(Arc<PceSynthesizer>),
     Replay(Arc<Replay<CpuSynthesizer>>),
 }
 
@@ -356,6 +363,7 @@ impl Synthesizer for Synth {
     ) -> prover_core::Result<prover_core::SynthesizedPartition> {
         match self {
             Synth::Fresh(s) => s.synthesize(circuit),
+            Synth::Pce(s) => s.synthesize(circuit),
             Synth::Replay(r) => r.synthesize(circuit),
         }
     }
@@ -398,11 +406,24 @@ pub fn run_jobs(
     };
     let backend = backends.backend.clone();
     let replay = cfg.replay.then(|| Arc::new(Replay::new(CpuSynthesizer)));
-    let synthesizer = match &replay {
-        Some(r) => Synth::Replay(r.clone()),
-        None => Synth::Fresh(CpuSynthesizer),
+    // The replay workload synthesizes once: the synthesis mode does not matter there.
+    let pce = match (&replay, cfg.synthesis) {
+        (None, SynthesisMode::Pce) => {
+            let first = jobs.first().and_then(|j| j.circuits.first()).cloned();
+            let first = first.ok_or_else(|| anyhow::anyhow!("no partition to record"))?;
+            Some(crate::pce::synthesizer(cfg, &params_path, first)?)
+        }
+        _ => None,
+    };
+    let synthesizer = match (&replay, &pce) {
+        (Some(r), _) => Synth::Replay(r.clone()),
+        (None, Some(p)) => Synth::Pce(p.clone()),
+        (None, None) => Synth::Fresh(CpuSynthesizer),
     };
     let engine = Engine::new(config, synthesizer, backends.backend, Arc::new(CpuBackend))?;
+    if let Some(p) = &pce {
+        p.attach(engine.ledger());
+    }
     if let Some(r) = &replay {
         r.attach(engine.ledger());
         // The one real synthesis happens before the clock starts: the run times the copies.
@@ -506,6 +527,9 @@ pub fn run_jobs(
         replay_source_bytes: replay
             .is_some()
             .then(|| snap.resident(ResidentKind::ReplaySource).bytes.peak),
+        pce_matrices_bytes: pce
+            .is_some()
+            .then(|| snap.resident(ResidentKind::PceMatrices).bytes.peak),
         proofs_verified,
         proofs_failed,
         partitions_verified,

@@ -97,6 +97,16 @@ pub enum Error {
         /// The parameters' value.
         params: usize,
     },
+    /// The circuit does not match the pre-compiled synthesizer's recorded matrices.
+    #[error("circuit does not match the recorded constraint system (pre-compiled synthesis): {what}: circuit has {circuit}, recorded matrices have {recorded}")]
+    PrecompiledMismatch {
+        /// The quantity that differs.
+        what: &'static str,
+        /// The circuit's value.
+        circuit: usize,
+        /// The recorded value.
+        recorded: usize,
+    },
     /// The witness does not satisfy a constraint.
     #[error("circuit is not satisfied: constraint {index} ({annotation}) fails a * b = c")]
     Unsatisfied {

@@ -14,6 +14,8 @@
 //! - [`engine`], [`permit`], [`budget`], [`sampler`]: the pipeline engine with synthesis
 //!   permits, a bounded accelerator queue, device routing with a bounded fallback, and a byte
 //!   budget; the ledger's timeline.
+//! - [`pce`]: pre-compiled synthesis (a circuit shape's matrices recorded once, then witness-only
+//!   synthesis and a parallel sparse product per partition).
 //! - [`circuits`]: demo workloads for tests, benchmarks and the `prove` command.
 #![warn(missing_docs)]
 
@@ -27,6 +29,7 @@ pub mod error;
 pub mod generator;
 pub mod ledger;
 pub mod params;
+pub mod pce;
 pub mod permit;
 pub mod plan;
 pub mod proof;
@@ -49,6 +52,7 @@ pub use generator::{
     write_parameters_with_progress, CpuMultiplier, GenProgress, Multiplier, Trapdoor,
 };
 pub use params::{Parameters, VerifyingKey};
+pub use pce::{PceSynthesizer, Precompiled};
 pub use plan::{MsmTerm, QueryPlan};
 pub use proof::Proof;
 pub use prove::{prove, prove_with_randomness, Stages};

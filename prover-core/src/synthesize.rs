@@ -13,7 +13,7 @@ use crate::params::Parameters;
 
 /// The A, B, C evaluations of every constraint (input constraints included): the inputs of the
 /// H computation. Released when the accelerator stage ends.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Evaluations {
     /// `<A_i, z>` for every constraint `i`.
     pub a: Vec<Scalar>,
@@ -42,7 +42,7 @@ impl Evaluations {
 
 /// The witness of a partition in canonical form, with the densities of the A and B queries. It
 /// stays with the partition from synthesis through finalization.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Witness {
     /// Public input assignment, the constant ONE first.
     pub input: Vec<ScalarBytes>,
@@ -84,7 +84,7 @@ impl Witness {
 }
 
 /// The output of synthesis: what the accelerator stage consumes.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SynthesizedPartition {
     /// The A, B, C evaluations (freed by the accelerator stage).
     pub evaluations: Evaluations,

@@ -289,15 +289,25 @@ pub fn table(points: &[PointResult]) -> String {
 /// The title of a sweep's report.
 pub fn report_title(run: &RunConfig) -> String {
     format!(
-        "{} 2^{} x {} partitions x {} jobs, {} backend, release {}{}",
+        "{} 2^{} x {} partitions x {} jobs, {} backend, release {}{}{}",
         run.circuit.name(),
         run.log2_constraints,
         run.partitions,
         run.jobs,
         run.backend.name(),
         run.release.name(),
-        if run.replay { REPLAY_NOTE } else { "" }
+        if run.replay { REPLAY_NOTE } else { "" },
+        synthesis_note(run)
     )
+}
+
+/// What a title says about the synthesis mode: nothing for the default, `, synthesis pce` for
+/// pre-compiled synthesis (the replay workload synthesizes once, so it says nothing there).
+pub fn synthesis_note(run: &RunConfig) -> &'static str {
+    match run.synthesis {
+        crate::config::SynthesisMode::Pce if !run.replay => ", synthesis pce",
+        _ => "",
+    }
 }
 
 /// What a replay run's title says (the figures are the accelerator's, not a prover's).

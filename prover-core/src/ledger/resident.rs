@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::{Inner, Memory};
 
 /// Number of resident kinds.
-pub(super) const KINDS: usize = 4;
+pub(super) const KINDS: usize = 5;
 
 /// The kinds of resident buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -22,6 +22,9 @@ pub enum ResidentKind {
     PinnedPool,
     /// The one synthesized partition a replay workload copies for every partition.
     ReplaySource,
+    /// A circuit shape's recorded A, B and C matrices, shared by the pre-compiled synthesizer's
+    /// workers.
+    PceMatrices,
 }
 
 impl ResidentKind {
@@ -31,13 +34,16 @@ impl ResidentKind {
         ResidentKind::DeviceTables,
         ResidentKind::PinnedPool,
         ResidentKind::ReplaySource,
+        ResidentKind::PceMatrices,
     ];
 
     /// Where entries of this kind live.
     pub fn memory(self) -> Memory {
         match self {
             ResidentKind::DeviceBases | ResidentKind::DeviceTables => Memory::Device,
-            ResidentKind::PinnedPool | ResidentKind::ReplaySource => Memory::Host,
+            ResidentKind::PinnedPool | ResidentKind::ReplaySource | ResidentKind::PceMatrices => {
+                Memory::Host
+            }
         }
     }
 
@@ -48,6 +54,7 @@ impl ResidentKind {
             ResidentKind::DeviceTables => "device_tables",
             ResidentKind::PinnedPool => "pinned_pool",
             ResidentKind::ReplaySource => "replay_source",
+            ResidentKind::PceMatrices => "pce_matrices",
         }
     }
 }

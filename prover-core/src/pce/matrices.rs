@@ -1,0 +1,225 @@
+//! The recorded A, B and C matrices of a circuit shape, in a compact sparse form, and their
+//! product with an assignment (the evaluations a, b, c of every constraint).
+
+use blstrs::Scalar;
+use ff::Field;
+use rayon::prelude::*;
+
+use crate::density::Density;
+
+/// Coefficient code of `+1` (no multiplication).
+pub(crate) const CODE_ONE: u32 = 0;
+/// Coefficient code of `-1` (a subtraction).
+pub(crate) const CODE_MINUS_ONE: u32 = 1;
+/// Codes from here on index the coefficient table (`code - CODE_TABLE`).
+pub(crate) const CODE_TABLE: u32 = 2;
+
+/// One sparse matrix in compressed rows. Row `r` holds the entries
+/// `starts[r]..starts[r + 1]`; an entry is a column (the variable: input `i` is column `i`,
+/// aux `j` is column `inputs + j`) and a coefficient code (`+1`, `-1`, or an index into the
+/// coefficient table that the three matrices share). Zero coefficients are not stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SparseMatrix {
+    pub(crate) starts: Vec<u64>,
+    pub(crate) cols: Vec<u32>,
+    pub(crate) codes: Vec<u32>,
+}
+
+impl SparseMatrix {
+    /// An empty matrix (no rows).
+    pub(crate) fn new() -> Self {
+        SparseMatrix {
+            starts: vec![0],
+            cols: Vec::new(),
+            codes: Vec::new(),
+        }
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// Stored (nonzero) entries.
+    pub fn nonzeros(&self) -> usize {
+        self.cols.len()
+    }
+
+    /// Real heap bytes.
+    pub fn heap_bytes(&self) -> usize {
+        self.starts.capacity() * 8 + self.cols.capacity() * 4 + self.codes.capacity() * 4
+    }
+
+    /// Ends the current row.
+    pub(crate) fn end_row(&mut self) {
+        self.starts.push(self.cols.len() as u64);
+    }
+
+    /// The columns of row `r`.
+    fn row(&self, r: usize) -> (&[u32], &[u32]) {
+        let (s, e) = (self.starts[r] as usize, self.starts[r + 1] as usize);
+        (&self.cols[s..e], &self.codes[s..e])
+    }
+
+    /// Whether the row starts are nondecreasing and end at the entry count, and every column and
+    /// code is in range: what a loaded file must satisfy before a product indexes with them.
+    pub(crate) fn is_well_formed(&self, columns: usize, table: usize) -> bool {
+        self.starts.first() == Some(&0)
+            && self.starts.last() == Some(&(self.cols.len() as u64))
+            && self.cols.len() == self.codes.len()
+            && self.starts.windows(2).all(|w| w[0] <= w[1])
+            && self.cols.iter().all(|&c| (c as usize) < columns)
+            && self
+                .codes
+                .iter()
+                .all(|&k| k < CODE_TABLE || ((k - CODE_TABLE) as usize) < table)
+    }
+}
+
+/// The recorded constraint system of one circuit shape: its sizes, the A, B and C matrices (the
+/// input constraints included, in bellperson's order) and the coefficient table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Matrices {
+    /// Inputs, ONE included.
+    pub inputs: usize,
+    /// Aux variables.
+    pub aux: usize,
+    pub(crate) a: SparseMatrix,
+    pub(crate) b: SparseMatrix,
+    pub(crate) c: SparseMatrix,
+    /// Coefficients other than `+1` and `-1`, each once.
+    pub(crate) table: Vec<Scalar>,
+}
+
+/// The densities of the A and B queries, as synthesis reports them.
+#[derive(Debug, Clone)]
+pub(crate) struct Densities {
+    pub a_aux: Density,
+    pub b_input: Density,
+    pub b_aux: Density,
+}
+
+impl Matrices {
+    /// Constraints (rows), input constraints included.
+    pub fn constraints(&self) -> usize {
+        self.a.rows()
+    }
+
+    /// Stored entries of A, B and C together.
+    pub fn nonzeros(&self) -> usize {
+        self.a.nonzeros() + self.b.nonzeros() + self.c.nonzeros()
+    }
+
+    /// Entries in the coefficient table (coefficients other than `+1` and `-1`).
+    pub fn table_len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Real heap bytes: what the matrices hold in memory for as long as they are used.
+    pub fn heap_bytes(&self) -> usize {
+        self.a.heap_bytes()
+            + self.b.heap_bytes()
+            + self.c.heap_bytes()
+            + self.table.capacity() * std::mem::size_of::<Scalar>()
+    }
+
+    /// Bytes per stored entry, all included (row starts and table too).
+    pub fn bytes_per_nonzero(&self) -> f64 {
+        self.heap_bytes() as f64 / self.nonzeros().max(1) as f64
+    }
+
+    /// Whether the three matrices have one row per constraint and every entry is in range.
+    pub(crate) fn is_well_formed(&self) -> bool {
+        let (cols, table) = (self.inputs + self.aux, self.table.len());
+        self.a.rows() == self.b.rows()
+            && self.b.rows() == self.c.rows()
+            && [&self.a, &self.b, &self.c]
+                .iter()
+                .all(|m| m.is_well_formed(cols, table))
+    }
+
+    /// The densities: the aux variables used in A, the inputs and aux variables used in B.
+    pub(crate) fn densities(&self) -> Densities {
+        let mark = |m: &SparseMatrix, from: usize, len: usize| {
+            let mut used = vec![false; len];
+            for &c in &m.cols {
+                let c = c as usize;
+                if (from..from + len).contains(&c) {
+                    used[c - from] = true;
+                }
+            }
+            let mut d = Density::default();
+            for (i, u) in used.into_iter().enumerate() {
+                d.push_unset();
+                if u {
+                    d.set(i);
+                }
+            }
+            d
+        };
+        Densities {
+            a_aux: mark(&self.a, self.inputs, self.aux),
+            b_input: mark(&self.b, 0, self.inputs),
+            b_aux: mark(&self.b, self.inputs, self.aux),
+        }
+    }
+
+    /// `M z` for one matrix, over all cores, where `z` is the inputs then the aux variables.
+    fn product(&self, m: &SparseMatrix, input: &[Scalar], aux: &[Scalar]) -> Vec<Scalar> {
+        let inputs = input.len();
+        const ROWS_PER_TASK: usize = 4096;
+        let mut out = vec![Scalar::ZERO; m.rows()];
+        out.par_chunks_mut(ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(t, chunk)| {
+                let first = t * ROWS_PER_TASK;
+                for (k, slot) in chunk.iter_mut().enumerate() {
+                    let (cols, codes) = m.row(first + k);
+                    let mut acc = Scalar::ZERO;
+                    for (&col, &code) in cols.iter().zip(codes) {
+                        let col = col as usize;
+                        let v = if col < inputs {
+                            &input[col]
+                        } else {
+                            &aux[col - inputs]
+                        };
+                        match code {
+                            CODE_ONE => acc += v,
+                            CODE_MINUS_ONE => acc -= v,
+                            k => acc += *v * self.table[(k - CODE_TABLE) as usize],
+                        }
+                    }
+                    *slot = acc;
+                }
+            });
+        out
+    }
+
+    /// The evaluations `A z`, `B z` and `C z` of every constraint, where `z` is `input` then
+    /// `aux` (whose lengths must be the recorded ones).
+    pub(crate) fn evaluate(
+        &self,
+        input: &[Scalar],
+        aux: &[Scalar],
+    ) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
+        debug_assert_eq!((input.len(), aux.len()), (self.inputs, self.aux));
+        let (a, (b, c)) = rayon::join(
+            || self.product(&self.a, input, aux),
+            || {
+                rayon::join(
+                    || self.product(&self.b, input, aux),
+                    || self.product(&self.c, input, aux),
+                )
+            },
+        );
+        (a, b, c)
+    }
+}
+
+/// The first constraint `i` with `a[i] * b[i] != c[i]`, if any (checked over all cores).
+pub(crate) fn first_unsatisfied(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<usize> {
+    (0..a.len())
+        .into_par_iter()
+        .with_min_len(4096)
+        .find_first(|&i| a[i] * b[i] != c[i])
+}
