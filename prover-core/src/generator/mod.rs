@@ -24,7 +24,7 @@ use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
 use crate::domain::Domain;
-use crate::error::{catch_panic, Error, Result};
+use crate::error::{Error, Result};
 use crate::params::{Parameters, VerifyingKey};
 use fixed_base::{normalize, FixedBase};
 pub use multiplier::{CpuMultiplier, Multiplier};
@@ -366,7 +366,7 @@ where
     G::AffineRepr: Send + Sync + Default + Copy,
 {
     let chunk = multiplier.chunk_len().max(1);
-    let make = |start: usize| -> Result<Vec<G::AffineRepr>> {
+    for start in (0..n).step_by(chunk) {
         let end = (start + chunk).min(n);
         let pieces: Vec<usize> = (start..end).step_by(CPU_PIECE).collect();
         let s: Vec<Scalar> = pieces
@@ -385,27 +385,10 @@ where
                 .into(),
             });
         }
-        Ok(points)
-    };
-    // Two chunks in flight: the next chunk's scalars and products are computed (on the device,
-    // for a device multiplier) while this thread encodes and writes the current one.
-    let starts: Vec<usize> = (0..n).step_by(chunk).collect();
-    std::thread::scope(|scope| {
-        let spawn = |start: usize| {
-            scope.spawn(move || catch_panic("parameter generation", || make(start)).and_then(|r| r))
-        };
-        let mut next = starts.first().map(|&s| spawn(s));
-        for i in 0..starts.len() {
-            let handle = next.take().expect("the next chunk was started");
-            let points = handle
-                .join()
-                .expect("the chunk's thread catches its panics")?;
-            next = starts.get(i + 1).map(|&s| spawn(s));
-            progress.advance(points.len() as u64);
-            put(&points)?;
-        }
-        Ok(())
-    })
+        progress.advance(points.len() as u64);
+        put(&points)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
