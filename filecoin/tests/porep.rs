@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
+use backend_cpu::CpuBackend;
 use filecoin_proofs::SECTOR_SIZE_2_KIB;
 use proofline_filecoin::porep::{self, C1File};
 use proofline_filecoin::{cached_parameters, prove_circuits, Tree2KiB};
-use backend_cpu::CpuBackend;
 use prover_core::ledger::StageLedger;
 use prover_core::stages::Randomness;
 use prover_core::{
@@ -77,9 +77,7 @@ fn porep_2kib_c2_is_accepted_by_verify_seal() {
     let prover_id = sealed.info.prover_id().unwrap();
     let sector_id = sealed.info.sector_id;
     assert!(porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &proof).unwrap());
-    assert!(
-        porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &pce_proof).unwrap()
-    );
+    assert!(porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &pce_proof).unwrap());
 
     // Negative twins: a flipped byte, another sector's C1 output, another prover id.
     let mut flipped = proof.clone();

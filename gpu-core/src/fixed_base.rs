@@ -53,7 +53,7 @@ impl<D: Device> GpuMultiplier<D> {
     }
 
     /// `scalars[i] * base` in jacobian form, computed on the device (slot 0: G1, 1: G2).
-    fn jacobian<C: DeviceCurve>(
+    fn jacobian<C: DeviceCurve + Default>(
         &self,
         slot: usize,
         base: &FixedBase<C::Projective>,
@@ -61,7 +61,6 @@ impl<D: Device> GpuMultiplier<D> {
     ) -> DeviceResult<Vec<C::Projective>>
     where
         C::Projective: Curve<AffineRepr = C>,
-        C: Default,
     {
         let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
@@ -116,7 +115,7 @@ impl<D: Device> GpuMultiplier<D> {
         Ok(out)
     }
 
-    fn products<C: DeviceCurve>(
+    fn products<C: DeviceCurve + Default>(
         &self,
         slot: usize,
         base: &FixedBase<C::Projective>,
@@ -124,15 +123,11 @@ impl<D: Device> GpuMultiplier<D> {
     ) -> Result<Vec<C>>
     where
         C::Projective: Curve<AffineRepr = C>,
-        C: Default,
     {
         let jac = self
             .jacobian::<C>(slot, base, scalars)
             .map_err(|e| self.fail(e))?;
-        Ok(jac
-            .par_chunks(PIECE)
-            .flat_map_iter(|piece| normalize(piece))
-            .collect())
+        Ok(jac.par_chunks(PIECE).flat_map_iter(normalize).collect())
     }
 }
 

@@ -19,9 +19,7 @@ pub enum BackendKind {
 }
 
 /// `--synthesis`.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SynthesisMode {
     /// bellpepper's constraint system, linear combinations built for every partition.

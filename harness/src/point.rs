@@ -12,8 +12,8 @@ use prover_core::ledger::{BufferKind, ResidentKind, Stage};
 use prover_core::replay::Replay;
 use prover_core::sampler::{current_rss, peak_rss, Sample, Sampler};
 use prover_core::{
-    prepare_verifying_key, verify_proof, verify_proofs_batch, Config, CpuSynthesizer, Engine, PceSynthesizer,
-    Error, Parameters, Proof, Synthesizer,
+    prepare_verifying_key, verify_proof, verify_proofs_batch, Config, CpuSynthesizer, Engine,
+    Error, Parameters, PceSynthesizer, Proof, Synthesizer,
 };
 use serde::{Deserialize, Serialize};
 

@@ -39,8 +39,12 @@ fn same_proof_bytes(kind: Workload, log2: u32) {
         .prepare(Arc::new(params), &StageLedger::new())
         .unwrap();
     // Recorded from the shape: no witness needed.
-    let pce = PceSynthesizer::new(Arc::new(Precompiled::record(spec.shape().unwrap()).unwrap()));
-    let (circuit, inputs) = spec.partition(rng.gen_range(0..1000), rng.gen_range(0..10)).unwrap();
+    let pce = PceSynthesizer::new(Arc::new(
+        Precompiled::record(spec.shape().unwrap()).unwrap(),
+    ));
+    let (circuit, inputs) = spec
+        .partition(rng.gen_range(0..1000), rng.gen_range(0..10))
+        .unwrap();
     let rs = [Randomness::random(&mut rng)];
     let cs = prove_bytes(&CpuSynthesizer, &prepared, circuit.clone(), rs);
     let with_pce = prove_bytes(&pce, &prepared, circuit, rs);

@@ -7,8 +7,8 @@ pub mod timeline;
 
 pub use draw::{redraw, write_svg};
 pub use results::{
-    points_csv, recommend, report_title, table, Host, Recommendation, SweepConfig, SweepResults,
-    synthesis_note, REPLAY_NOTE, SCHEMA, THROUGHPUT_TIE,
+    points_csv, recommend, report_title, synthesis_note, table, Host, Recommendation, SweepConfig,
+    SweepResults, REPLAY_NOTE, SCHEMA, THROUGHPUT_TIE,
 };
 pub use timeline::{parse_timeline_csv, read_timelines, timeline_csv};
 

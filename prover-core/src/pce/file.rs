@@ -107,7 +107,10 @@ fn put<W: Write>(w: &mut W, bytes: impl Iterator<Item = u8>, path: &Path) -> Res
 }
 
 fn io(path: &Path, what: &str, e: std::io::Error) -> Error {
-    Error::io(format!("pre-compiled constraints {}: {what}", path.display()), e)
+    Error::io(
+        format!("pre-compiled constraints {}: {what}", path.display()),
+        e,
+    )
 }
 
 /// Writes `m` and `names` to `path` (through a temporary file beside it, renamed when complete,
@@ -138,9 +141,15 @@ pub fn save(path: &Path, m: &Matrices, names: &Names) -> Result<()> {
             put(&mut w, x.cols.iter().flat_map(|c| c.to_le_bytes()), &tmp)?;
             put(&mut w, x.codes.iter().flat_map(|k| k.to_le_bytes()), &tmp)?;
         }
-        put(&mut w, names.ends.iter().flat_map(|e| e.to_le_bytes()), &tmp)?;
+        put(
+            &mut w,
+            names.ends.iter().flat_map(|e| e.to_le_bytes()),
+            &tmp,
+        )?;
         w.write_all(&names.blob).map_err(|e| io(&tmp, "write", e))?;
-        let f = w.into_inner().map_err(|e| io(&tmp, "write", e.into_error()))?;
+        let f = w
+            .into_inner()
+            .map_err(|e| io(&tmp, "write", e.into_error()))?;
         f.sync_all().map_err(|e| io(&tmp, "sync", e))?;
         std::fs::rename(&tmp, path).map_err(|e| io(path, "rename", e))
     })();
@@ -215,7 +224,8 @@ impl NamesInFile {
         let start = if i == 0 { 0 } else { read_end(&mut f, i - 1)? };
         let end = read_end(&mut f, i)?;
         let len = end.checked_sub(start).filter(|l| *l <= 1 << 20)?;
-        f.seek(SeekFrom::Start(ends_at + 8 * self.count + start)).ok()?;
+        f.seek(SeekFrom::Start(ends_at + 8 * self.count + start))
+            .ok()?;
         let mut name = vec![0u8; len as usize];
         f.read_exact(&mut name).ok()?;
         Some(String::from_utf8_lossy(&name).into_owned())
@@ -232,7 +242,10 @@ pub fn load(path: &Path) -> Result<(Matrices, NamesInFile)> {
     r.read_exact(&mut magic)
         .map_err(|_| malformed(path, "shorter than its header"))?;
     if &magic != MAGIC {
-        return Err(malformed(path, "not a proofline pre-compiled constraints file (v1)"));
+        return Err(malformed(
+            path,
+            "not a proofline pre-compiled constraints file (v1)",
+        ));
     }
     let w = read_words(&mut r, 10, 8, u64_le, path)
         .map_err(|_| malformed(path, "shorter than its header"))?;
@@ -253,12 +266,19 @@ pub fn load(path: &Path) -> Result<(Matrices, NamesInFile)> {
         ));
     }
     if h.names != h.constraints
-        || h.inputs.checked_add(h.aux).map_or(true, |v| v > u32::MAX as u64)
+        || h.inputs
+            .checked_add(h.aux)
+            .map_or(true, |v| v > u32::MAX as u64)
     {
         return Err(malformed(path, "its header's counts disagree"));
     }
-    let reprs: Vec<[u8; 32]> =
-        read_words(&mut r, h.table, 32, |b| b.try_into().expect("32 bytes"), path)?;
+    let reprs: Vec<[u8; 32]> = read_words(
+        &mut r,
+        h.table,
+        32,
+        |b| b.try_into().expect("32 bytes"),
+        path,
+    )?;
     let mut table = Vec::with_capacity(reprs.len());
     for repr in reprs {
         let s = Option::<Scalar>::from(Scalar::from_repr(repr))
@@ -282,7 +302,10 @@ pub fn load(path: &Path) -> Result<(Matrices, NamesInFile)> {
         table,
     };
     if checksum(&m) != h.checksum {
-        return Err(malformed(path, "its checksum does not match: the file is damaged"));
+        return Err(malformed(
+            path,
+            "its checksum does not match: the file is damaged",
+        ));
     }
     if !m.is_well_formed() {
         return Err(malformed(path, "a row or an entry is out of range"));

@@ -44,10 +44,4 @@ impl Names {
     pub fn heap_bytes(&self) -> usize {
         self.ends.capacity() * 8 + self.blob.capacity()
     }
-
-    /// Whether the offsets are nondecreasing and end at the blob's length.
-    pub(crate) fn is_well_formed(&self) -> bool {
-        self.ends.windows(2).all(|w| w[0] <= w[1])
-            && self.ends.last().map_or(self.blob.is_empty(), |&e| e == self.blob.len() as u64)
-    }
 }

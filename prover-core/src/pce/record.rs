@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 
@@ -225,7 +227,8 @@ impl ConstraintSystem<Scalar> for Recorder {
             let base = mine.cols.len() as u64;
             mine.cols.extend(theirs.cols.iter().map(|&c| map_col(c)));
             mine.codes.extend(theirs.codes.iter().map(|&k| map_code(k)));
-            mine.starts.extend(theirs.starts[1..].iter().map(|s| s + base));
+            mine.starts
+                .extend(theirs.starts[1..].iter().map(|s| s + base));
         }
         self.names.extend(&other.names);
         self.inputs += other.inputs.saturating_sub(1);

@@ -55,12 +55,7 @@ impl Circuit<Scalar> for Mixed {
         );
         // c2: (t - a + a) * (-a) = -(t * a), with a term that cancels out.
         let u = cs.alloc(|| "u", || Ok(-(x + k * y) * y))?;
-        cs.enforce(
-            || "c2",
-            |lc| lc + t - a + a,
-            |lc| lc - a,
-            |lc| lc + u,
-        );
+        cs.enforce(|| "c2", |lc| lc + t - a + a, |lc| lc - a, |lc| lc + u);
         // c3: r a * r a = w, with a full-size coefficient (fixed: it is part of the shape) used
         // twice.
         let r = Scalar::random(ChaCha20Rng::seed_from_u64(99));
@@ -91,7 +86,11 @@ impl Circuit<Scalar> for Mixed {
 #[test]
 fn pce_partitions_equal_todays_on_a_mixed_circuit() {
     let seed = fresh_seed();
-    let pce = Precompiled::record(Mixed { seed, broken: false }).unwrap();
+    let pce = Precompiled::record(Mixed {
+        seed,
+        broken: false,
+    })
+    .unwrap();
     let m = pce.matrices();
     // ONE, x, q; and the input constraints.
     assert_eq!(m.inputs, 3);
@@ -99,8 +98,18 @@ fn pce_partitions_equal_todays_on_a_mixed_circuit() {
     // The random coefficient is stored once; 5 and 3 once each.
     assert_eq!(m.table_len(), 3);
     for s in [seed, seed.wrapping_add(1)] {
-        let want = CpuSynthesizer.synthesize(Mixed { seed: s, broken: false }).unwrap();
-        let got = pce.synthesize(Mixed { seed: s, broken: false }).unwrap();
+        let want = CpuSynthesizer
+            .synthesize(Mixed {
+                seed: s,
+                broken: false,
+            })
+            .unwrap();
+        let got = pce
+            .synthesize(Mixed {
+                seed: s,
+                broken: false,
+            })
+            .unwrap();
         assert_same(&got, &want);
     }
 }
@@ -126,7 +135,11 @@ fn pce_partitions_equal_todays_on_dense() {
 #[test]
 fn an_unsatisfied_witness_is_the_same_named_error() {
     let seed = fresh_seed();
-    let pce = Precompiled::record(Mixed { seed, broken: false }).unwrap();
+    let pce = Precompiled::record(Mixed {
+        seed,
+        broken: false,
+    })
+    .unwrap();
     let circuit = Mixed { seed, broken: true };
     let want = CpuSynthesizer.synthesize(circuit.clone()).unwrap_err();
     let got = pce.synthesize(circuit).unwrap_err();
@@ -169,11 +182,23 @@ fn cache_files_round_trip_and_name_constraints_from_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mixed.pce");
     let seed = fresh_seed();
-    let (recorded, origin) =
-        Precompiled::load_or_record(&path, Mixed { seed, broken: false }).unwrap();
+    let (recorded, origin) = Precompiled::load_or_record(
+        &path,
+        Mixed {
+            seed,
+            broken: false,
+        },
+    )
+    .unwrap();
     assert_eq!(origin, Origin::Recorded);
-    let (loaded, origin) =
-        Precompiled::load_or_record(&path, Mixed { seed, broken: false }).unwrap();
+    let (loaded, origin) = Precompiled::load_or_record(
+        &path,
+        Mixed {
+            seed,
+            broken: false,
+        },
+    )
+    .unwrap();
     assert_eq!(origin, Origin::Loaded);
     assert_eq!(loaded.matrices(), recorded.matrices());
     let e = loaded.synthesize(Mixed { seed, broken: true }).unwrap_err();

@@ -2,7 +2,9 @@
 //! counts its constraints, without building a linear combination (`enforce` calls none of its
 //! closures).
 
-use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
 use blstrs::Scalar;
 
 use crate::error::Result;
@@ -83,7 +85,8 @@ impl ConstraintSystem<Scalar> for Assignment {
 
     fn extend(&mut self, other: &Self) {
         // The other system's first input is its own temporary ONE.
-        self.input.extend_from_slice(other.input.get(1..).unwrap_or(&[]));
+        self.input
+            .extend_from_slice(other.input.get(1..).unwrap_or(&[]));
         self.aux.extend_from_slice(&other.aux);
         self.constraints += other.constraints;
     }
