@@ -78,9 +78,21 @@ impl Checksum {
     }
 }
 
-/// The checksum of the matrices section.
+/// The checksum of the sizes and the matrices section (every header word but the names' sizes,
+/// which the file's length and the constraint count check).
 fn checksum(m: &Matrices) -> u64 {
     let mut h = Checksum::new();
+    for w in [
+        m.inputs,
+        m.aux,
+        m.constraints(),
+        m.table.len(),
+        m.a.nonzeros(),
+        m.b.nonzeros(),
+        m.c.nonzeros(),
+    ] {
+        h.word(w as u64);
+    }
     for s in &m.table {
         for chunk in s.to_repr().chunks_exact(8) {
             h.word(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));

@@ -167,32 +167,29 @@ impl Matrices {
     /// `M z` for one matrix, over all cores, where `z` is the inputs then the aux variables.
     fn product(&self, m: &SparseMatrix, input: &[Scalar], aux: &[Scalar]) -> Vec<Scalar> {
         let inputs = input.len();
-        const ROWS_PER_TASK: usize = 4096;
-        let mut out = vec![Scalar::ZERO; m.rows()];
-        out.par_chunks_mut(ROWS_PER_TASK)
-            .enumerate()
-            .for_each(|(t, chunk)| {
-                let first = t * ROWS_PER_TASK;
-                for (k, slot) in chunk.iter_mut().enumerate() {
-                    let (cols, codes) = m.row(first + k);
-                    let mut acc = Scalar::ZERO;
-                    for (&col, &code) in cols.iter().zip(codes) {
-                        let col = col as usize;
-                        let v = if col < inputs {
-                            &input[col]
-                        } else {
-                            &aux[col - inputs]
-                        };
-                        match code {
-                            CODE_ONE => acc += v,
-                            CODE_MINUS_ONE => acc -= v,
-                            k => acc += *v * self.table[(k - CODE_TABLE) as usize],
-                        }
+        // Collected straight into the output (no zeroed buffer written first).
+        (0..m.rows())
+            .into_par_iter()
+            .with_min_len(4096)
+            .map(|r| {
+                let (cols, codes) = m.row(r);
+                let mut acc = Scalar::ZERO;
+                for (&col, &code) in cols.iter().zip(codes) {
+                    let col = col as usize;
+                    let v = if col < inputs {
+                        &input[col]
+                    } else {
+                        &aux[col - inputs]
+                    };
+                    match code {
+                        CODE_ONE => acc += v,
+                        CODE_MINUS_ONE => acc -= v,
+                        k => acc += *v * self.table[(k - CODE_TABLE) as usize],
                     }
-                    *slot = acc;
                 }
-            });
-        out
+                acc
+            })
+            .collect()
     }
 
     /// The evaluations `A z`, `B z` and `C z` of every constraint, where `z` is `input` then

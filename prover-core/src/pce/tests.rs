@@ -216,6 +216,14 @@ fn damaged_cache_files_are_refused() {
     pce.save(&path).unwrap();
     let good = std::fs::read(&path).unwrap();
     Precompiled::load(&path).unwrap();
+    // Every header byte (the magic and ten sizes), one bit each.
+    for i in 0..88 {
+        let mut bad = good.clone();
+        bad[i] ^= 1;
+        std::fs::write(&path, &bad).unwrap();
+        let e = Precompiled::load(&path).expect_err("a damaged header must be refused");
+        assert!(matches!(e, Error::Malformed { .. }), "header byte {i}: {e}");
+    }
     let mut rng = ChaCha20Rng::seed_from_u64(fresh_seed());
     // The names are last, unchecked (they only name a failing constraint): damage before them.
     let names_bytes = match &pce.names {
