@@ -16,6 +16,8 @@ pub mod multiplier;
 mod qap;
 mod sink;
 
+pub(crate) use qap::AUX_TAG;
+
 use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::{G1Projective, G2Projective, Scalar};
 use ff::Field;

@@ -16,7 +16,9 @@ pub(super) struct Term {
     pub var: u32,
 }
 
-pub(super) const AUX_TAG: u32 = 1 << 31;
+/// While constraints are recorded, an aux variable's index carries this bit (the input count is
+/// known only at the end). Also the pre-compiled synthesizer's recorder's.
+pub(crate) const AUX_TAG: u32 = 1 << 31;
 
 #[derive(Default)]
 pub(super) struct KeypairAssembly {

@@ -13,10 +13,8 @@ use ff::{Field, PrimeField};
 use super::matrices::{Matrices, SparseMatrix, CODE_MINUS_ONE, CODE_ONE, CODE_TABLE};
 use super::names::Names;
 use crate::error::Result;
+use crate::generator::AUX_TAG;
 use crate::synthesize::synthesize_in_bellperson_shape;
-
-/// While recording, an aux column carries this bit (the input count is known only at the end).
-const AUX_TAG: u32 = 1 << 31;
 
 /// Records `circuit`'s A, B and C matrices and constraint names, in bellperson's shape (the ONE
 /// input first, the input constraints last).
@@ -56,12 +54,7 @@ impl Recorder {
         } else if *coeff == -Scalar::ONE {
             CODE_MINUS_ONE
         } else {
-            let next = CODE_TABLE + self.table.len() as u32;
-            let code = *self.codes.entry(coeff.to_repr()).or_insert(next);
-            if code == next {
-                self.table.push(*coeff);
-            }
-            code
+            intern(&mut self.table, &mut self.codes, coeff)
         }
     }
 
@@ -129,6 +122,16 @@ impl Recorder {
         };
         Ok((matrices, self.names))
     }
+}
+
+/// The code of `coeff` in the coefficient table, added to it when it is not there yet.
+fn intern(table: &mut Vec<Scalar>, codes: &mut HashMap<[u8; 32], u32>, coeff: &Scalar) -> u32 {
+    let next = CODE_TABLE + table.len() as u32;
+    let code = *codes.entry(coeff.to_repr()).or_insert(next);
+    if code == next {
+        table.push(*coeff);
+    }
+    code
 }
 
 impl ConstraintSystem<Scalar> for Recorder {
@@ -201,17 +204,12 @@ impl ConstraintSystem<Scalar> for Recorder {
                 c - 1 + inputs
             }
         };
-        let mut remap = Vec::with_capacity(other.table.len());
-        let mut codes = std::mem::take(&mut self.codes);
-        for coeff in &other.table {
-            let next = CODE_TABLE + self.table.len() as u32;
-            let code = *codes.entry(coeff.to_repr()).or_insert(next);
-            if code == next {
-                self.table.push(*coeff);
-            }
-            remap.push(code);
-        }
-        self.codes = codes;
+        // The other system's table holds no +1 or -1: each entry is interned as it is.
+        let remap: Vec<u32> = other
+            .table
+            .iter()
+            .map(|coeff| intern(&mut self.table, &mut self.codes, coeff))
+            .collect();
         let map_code = |k: u32| {
             if k < CODE_TABLE {
                 k
