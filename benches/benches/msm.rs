@@ -24,7 +24,8 @@ fn sizes() -> Vec<u32> {
 fn bench_group<G>(c: &mut Criterion, name: &str)
 where
     G: Curve + Group<Scalar = Scalar> + Send + Sync,
-    G::AffineRepr: MsmGroup<Projective = G> + Default + PrimeCurveAffine<Curve = G>,
+    G::AffineRepr:
+        MsmGroup<Projective = G> + Default + PrimeCurveAffine<Curve = G, Scalar = Scalar>,
 {
     let sizes = sizes();
     let max = 1usize << sizes.last().unwrap();
@@ -38,7 +39,10 @@ where
         let (points, exps) = (&bases.points[..n], &scalars[..n]);
         let want = bases.msm(exps);
         g.throughput(Throughput::Elements(n as u64));
-        for (id, engine) in [("proofline", MsmEngine::Proofline), ("blst", MsmEngine::Blst)] {
+        for (id, engine) in [
+            ("proofline", MsmEngine::Proofline),
+            ("blst", MsmEngine::Blst),
+        ] {
             assert_eq!(msm_with(engine, points, exps, None), want, "{id} 2^{k}");
             g.bench_function(BenchmarkId::new(id, k), |b| {
                 b.iter(|| msm_with(engine, points, exps, None))

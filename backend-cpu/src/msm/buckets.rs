@@ -11,9 +11,10 @@ use std::collections::HashMap;
 
 use group::Group;
 
-use super::batch::{add_pairs, Additions};
+use super::batch::{add_pairs, prefetch, Additions};
 use super::curve::MsmGroup;
 use super::field::Coord;
+use super::reduce::weighted_sum;
 
 const EMPTY: u8 = 0;
 const FILLED: u8 = 1;
@@ -22,8 +23,7 @@ const QUEUED: u8 = 2;
 
 struct Pending<F> {
     bucket: u32,
-    x: F,
-    y: F,
+    point: (F, F),
 }
 
 /// The queue as a batch of additions: bucket + queued point, stored back into the bucket.
@@ -39,17 +39,24 @@ impl<F: Coord> Additions<F> for Queued<'_, F> {
     }
 
     #[inline]
-    fn pair(&self, i: usize) -> ((F, F), (F, F)) {
+    fn pair(&self, i: usize) -> (&(F, F), &(F, F)) {
         let p = &self.queue[i];
-        (self.points[p.bucket as usize], (p.x, p.y))
+        (&self.points[p.bucket as usize], &p.point)
     }
 
     #[inline]
-    fn store(&mut self, i: usize, sum: Option<(F, F)>) {
+    fn prefetch(&self, i: usize) {
+        if let Some(p) = self.queue.get(i) {
+            prefetch(&self.points[p.bucket as usize]);
+        }
+    }
+
+    #[inline]
+    fn store(&mut self, i: usize, sum: Option<&(F, F)>) {
         let b = self.queue[i].bucket as usize;
         match sum {
             Some(s) => {
-                self.points[b] = s;
+                self.points[b] = *s;
                 self.state[b] = FILLED;
             }
             None => self.state[b] = EMPTY,
@@ -83,10 +90,15 @@ impl<G: MsmGroup> Buckets<G> {
         }
     }
 
-    /// Adds the point `(x, y)` (not the identity) to bucket `bucket`.
+    /// Adds the point (not the identity), negated if `negate`, to bucket `bucket`.
     #[inline]
-    pub fn add(&mut self, bucket: usize, x: G::Base, y: G::Base) {
-        self.place(bucket, x, y, true);
+    pub fn add(&mut self, bucket: usize, point: &G, negate: bool) {
+        let (x, y) = point.coords();
+        let mut point = (x, y);
+        if negate {
+            point.1.neg_assign();
+        }
+        self.place(bucket, point, true);
         if self.queue.len() == self.capacity {
             self.apply();
         }
@@ -94,30 +106,28 @@ impl<G: MsmGroup> Buckets<G> {
 
     /// Queues, stores, holds back (`hold`) or side-sums one addition.
     #[inline]
-    fn place(&mut self, bucket: usize, x: G::Base, y: G::Base, hold: bool) {
+    fn place(&mut self, bucket: usize, point: (G::Base, G::Base), hold: bool) {
         match self.state[bucket] {
             EMPTY => {
-                self.points[bucket] = (x, y);
+                self.points[bucket] = point;
                 self.state[bucket] = FILLED;
             }
             FILLED => {
                 self.state[bucket] = QUEUED;
                 self.queue.push(Pending {
                     bucket: bucket as u32,
-                    x,
-                    y,
+                    point,
                 });
             }
             _ if hold => self.held.push(Pending {
                 bucket: bucket as u32,
-                x,
-                y,
+                point,
             }),
             _ => {
                 *self
                     .side
                     .entry(bucket as u32)
-                    .or_insert_with(G::Projective::identity) += &G::from_coords(x, y);
+                    .or_insert_with(G::Projective::identity) += &G::from_coords(point.0, point.1);
             }
         }
     }
@@ -127,7 +137,7 @@ impl<G: MsmGroup> Buckets<G> {
         self.apply_queue();
         let held = std::mem::take(&mut self.held);
         for p in &held {
-            self.place(p.bucket as usize, p.x, p.y, false);
+            self.place(p.bucket as usize, p.point, false);
             if self.queue.len() == self.capacity {
                 self.apply_queue();
             }
@@ -152,25 +162,16 @@ impl<G: MsmGroup> Buckets<G> {
         while !self.queue.is_empty() || !self.held.is_empty() {
             self.apply();
         }
-        let mut side: Vec<(u32, G::Projective)> = self.side.into_iter().collect();
-        side.sort_unstable_by_key(|(b, _)| *b);
-        let mut running = G::Projective::identity();
-        let mut total = G::Projective::identity();
-        let mut started = false;
-        for b in (0..self.points.len()).rev() {
-            if self.state[b] != EMPTY {
-                let (x, y) = self.points[b];
-                running += &G::from_coords(x, y);
-                started = true;
-            }
-            if side.last().is_some_and(|(s, _)| *s as usize == b) {
-                running += side.pop().unwrap().1;
-                started = true;
-            }
-            if started {
-                total += running;
+        // The side sums (points that collided twice; at most one per bucket) go into their
+        // buckets: one normalization each, then one batch.
+        for (b, s) in std::mem::take(&mut self.side) {
+            let p = G::from_projective(&s);
+            if !p.is_infinity() {
+                self.place(b as usize, p.coords(), true);
             }
         }
-        total
+        self.apply_queue();
+        let present: Vec<bool> = self.state.iter().map(|&s| s != EMPTY).collect();
+        weighted_sum::<G>(&self.points, &present, &mut self.prefix)
     }
 }

@@ -21,6 +21,10 @@ pub trait MsmGroup: Copy + Send + Sync + 'static {
     const REDUCE_COST: f64;
     /// Affine coordinates `(x, y)`; the identity is `(0, 0)`.
     fn coords(&self) -> (Self::Base, Self::Base);
+    /// Whether this is the identity (it adds nothing, and the batch-affine additions take none).
+    fn is_infinity(&self) -> bool;
+    /// The affine form of a projective point.
+    fn from_projective(p: &Self::Projective) -> Self;
     /// The point with coordinates `(x, y)`, which must be on the curve (or `(0, 0)`).
     fn from_coords(x: Self::Base, y: Self::Base) -> Self;
     /// blst's Pippenger over `points.len()` (point, scalar) pairs given by pointers.
@@ -38,6 +42,15 @@ macro_rules! impl_msm_group {
             fn coords(&self) -> ($base, $base) {
                 let raw: &$raw = self.as_ref();
                 (raw.x, raw.y)
+            }
+
+            #[inline]
+            fn is_infinity(&self) -> bool {
+                self.is_identity().into()
+            }
+
+            fn from_projective(p: &$proj) -> Self {
+                <$affine>::from(p)
             }
 
             #[inline]
@@ -81,7 +94,7 @@ impl_msm_group!(
     G1Projective,
     blst_fp,
     blst_p1_affine,
-    4.0,
+    2.2,
     blst::blst_p1s_mult_pippenger_scratch_sizeof,
     blst::blst_p1s_mult_pippenger
 );
@@ -90,7 +103,7 @@ impl_msm_group!(
     G2Projective,
     blst_fp2,
     blst_p2_affine,
-    4.0,
+    2.2,
     blst::blst_p2s_mult_pippenger_scratch_sizeof,
     blst::blst_p2s_mult_pippenger
 );

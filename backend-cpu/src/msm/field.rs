@@ -5,28 +5,44 @@ use blst::{blst_fp, blst_fp2};
 
 /// A coordinate field element. Values are kept fully reduced by blst, so equality of the
 /// representations is equality of the elements.
-pub trait Coord: Copy + PartialEq + Send + Sync + 'static {
+pub trait Coord: Copy + Send + Sync + 'static {
     /// Zero.
     const ZERO: Self;
     /// One (in Montgomery form).
     fn one() -> Self;
-    /// `a + b`.
-    fn add(&self, b: &Self) -> Self;
-    /// `a - b`.
-    fn sub(&self, b: &Self) -> Self;
-    /// `a * b`.
-    fn mul(&self, b: &Self) -> Self;
-    /// `a^2`.
-    fn sqr(&self) -> Self;
-    /// `3 a`.
-    fn triple(&self) -> Self;
-    /// `-a`.
-    fn neg(&self) -> Self;
-    /// `1 / a` (variable time); `a` must not be zero.
-    fn inverse(&self) -> Self;
+    /// `r = a + b`.
+    fn add_to(r: &mut Self, a: &Self, b: &Self);
+    /// `r = a - b`.
+    fn sub_to(r: &mut Self, a: &Self, b: &Self);
+    /// `r = a * b`.
+    fn mul_to(r: &mut Self, a: &Self, b: &Self);
+    /// `r = a^2`.
+    fn sqr_to(r: &mut Self, a: &Self);
+    /// `a *= b`.
+    fn mul_assign(&mut self, b: &Self);
+    /// `a -= b`.
+    fn sub_assign(&mut self, b: &Self);
+    /// `a *= 3`.
+    fn triple_assign(&mut self);
+    /// `a = -a`.
+    fn neg_assign(&mut self);
+    /// `r = 1 / a` (variable time); `a` must not be zero.
+    fn inverse_to(r: &mut Self, a: &Self);
+    /// The 64-bit limbs of the representation.
+    fn limbs(&self) -> &[u64];
+    /// Whether `a == b` (limb by limb, without branches or a call to `memcmp`).
+    #[inline]
+    fn same(&self, b: &Self) -> bool {
+        self.limbs()
+            .iter()
+            .zip(b.limbs())
+            .fold(0, |acc, (x, y)| acc | (x ^ y))
+            == 0
+    }
     /// Whether `a == 0`.
+    #[inline]
     fn is_zero(&self) -> bool {
-        *self == Self::ZERO
+        self.limbs().iter().fold(0, |acc, x| acc | x) == 0
     }
 }
 
@@ -42,60 +58,72 @@ macro_rules! impl_coord {
             }
 
             #[inline]
-            fn add(&self, b: &Self) -> Self {
-                let mut r = Self::ZERO;
-                // SAFETY: blst reads two and writes one element of this type.
-                unsafe { $add(&mut r, self, b) };
-                r
+            fn limbs(&self) -> &[u64] {
+                const WORDS: usize = std::mem::size_of::<$t>() / 8;
+                // SAFETY: the type is `repr(C)` over `u64` arrays only (blst's bindings), so
+                // its bytes are `WORDS` initialized, aligned `u64`s.
+                unsafe { std::slice::from_raw_parts((self as *const $t).cast::<u64>(), WORDS) }
+            }
+
+            // Results are written in place by blst (an output may be the first input): a
+            // value returned and then copied would be read back right after blst's stores.
+            #[inline]
+            fn add_to(r: &mut Self, a: &Self, b: &Self) {
+                // SAFETY: blst reads two elements and writes one, all of this type.
+                unsafe { $add(r, a, b) }
             }
 
             #[inline]
-            fn sub(&self, b: &Self) -> Self {
-                let mut r = Self::ZERO;
+            fn sub_to(r: &mut Self, a: &Self, b: &Self) {
                 // SAFETY: as above.
-                unsafe { $sub(&mut r, self, b) };
-                r
+                unsafe { $sub(r, a, b) }
             }
 
             #[inline]
-            fn mul(&self, b: &Self) -> Self {
-                let mut r = Self::ZERO;
+            fn mul_to(r: &mut Self, a: &Self, b: &Self) {
                 // SAFETY: as above.
-                unsafe { $mul(&mut r, self, b) };
-                r
+                unsafe { $mul(r, a, b) }
             }
 
             #[inline]
-            fn sqr(&self) -> Self {
-                let mut r = Self::ZERO;
-                // SAFETY: blst reads one and writes one element of this type.
-                unsafe { $sqr(&mut r, self) };
-                r
+            fn sqr_to(r: &mut Self, a: &Self) {
+                // SAFETY: blst reads one element and writes one.
+                unsafe { $sqr(r, a) }
             }
 
             #[inline]
-            fn triple(&self) -> Self {
-                let mut r = Self::ZERO;
+            fn mul_assign(&mut self, b: &Self) {
+                let a: *mut Self = self;
+                // SAFETY: as above; blst allows the output to be the first input.
+                unsafe { $mul(a, a, b) }
+            }
+
+            #[inline]
+            fn sub_assign(&mut self, b: &Self) {
+                let a: *mut Self = self;
                 // SAFETY: as above.
-                unsafe { $three(&mut r, self) };
-                r
+                unsafe { $sub(a, a, b) }
             }
 
             #[inline]
-            fn neg(&self) -> Self {
-                let mut r = Self::ZERO;
+            fn triple_assign(&mut self) {
+                let a: *mut Self = self;
                 // SAFETY: as above.
-                unsafe { $cneg(&mut r, self, true) };
-                r
+                unsafe { $three(a, a) }
             }
 
             #[inline]
-            fn inverse(&self) -> Self {
-                debug_assert!(!self.is_zero(), "inverse of zero");
-                let mut r = Self::ZERO;
+            fn neg_assign(&mut self) {
+                let a: *mut Self = self;
                 // SAFETY: as above.
-                unsafe { $inv(&mut r, self) };
-                r
+                unsafe { $cneg(a, a, true) }
+            }
+
+            #[inline]
+            fn inverse_to(r: &mut Self, a: &Self) {
+                debug_assert!(!a.is_zero(), "inverse of zero");
+                // SAFETY: as above.
+                unsafe { $inv(r, a) }
             }
         }
     };
@@ -155,22 +183,45 @@ mod tests {
         r
     }
 
+    fn op(f: impl Fn(&mut blst_fp)) -> blst_fp {
+        let mut r = FP_ZERO;
+        f(&mut r);
+        r
+    }
+
     #[test]
     fn fp_arithmetic_agrees_with_small_integers() {
         assert_eq!(blst_fp::one(), from_u64(1));
+        assert!(from_u64(7).same(&from_u64(7)) && !from_u64(7).same(&from_u64(8)));
+        assert!(FP_ZERO.is_zero() && !blst_fp::one().is_zero());
+        assert_eq!(blst_fp2::one().limbs().len(), 12);
         let (a, b) = (from_u64(1234), from_u64(5678));
-        assert_eq!(a.mul(&b), from_u64(1234 * 5678));
-        assert_eq!(a.add(&b), from_u64(1234 + 5678));
-        assert_eq!(b.sub(&a), from_u64(5678 - 1234));
-        assert_eq!(a.sqr(), from_u64(1234 * 1234));
-        assert_eq!(a.triple(), from_u64(3 * 1234));
-        assert_eq!(a.add(&a.neg()), blst_fp::ZERO);
-        assert_eq!(a.mul(&a.inverse()), blst_fp::one());
+        assert_eq!(op(|r| Coord::mul_to(r, &a, &b)), from_u64(1234 * 5678));
+        assert_eq!(op(|r| Coord::add_to(r, &a, &b)), from_u64(1234 + 5678));
+        assert_eq!(op(|r| Coord::sub_to(r, &b, &a)), from_u64(5678 - 1234));
+        assert_eq!(op(|r| Coord::sqr_to(r, &a)), from_u64(1234 * 1234));
+        let mut x = a;
+        x.triple_assign();
+        assert_eq!(x, from_u64(3 * 1234));
+        x.mul_assign(&b);
+        assert_eq!(x, from_u64(3 * 1234 * 5678));
+        x.sub_assign(&a);
+        assert_eq!(x, from_u64(3 * 1234 * 5678 - 1234));
+        x.neg_assign();
+        assert_eq!(
+            op(|r| Coord::add_to(r, &x, &from_u64(3 * 1234 * 5678 - 1234))),
+            FP_ZERO
+        );
+        let inv = op(|r| Coord::inverse_to(r, &a));
+        assert_eq!(op(|r| Coord::mul_to(r, &a, &inv)), blst_fp::one());
         // Negative twins.
-        assert_ne!(a.mul(&b), from_u64(1234 * 5678 + 1));
-        assert_ne!(a.mul(&a.inverse()), from_u64(2));
-        let x = blst_fp2 { fp: [a, b] };
-        assert_eq!(x.mul(&x.inverse()), blst_fp2::one());
-        assert_ne!(x.mul(&x.inverse()), blst_fp2 { fp: [a, FP_ZERO] });
+        assert_ne!(op(|r| Coord::mul_to(r, &a, &b)), from_u64(1234 * 5678 + 1));
+        assert_ne!(op(|r| Coord::mul_to(r, &a, &inv)), from_u64(2));
+        let y = blst_fp2 { fp: [a, b] };
+        let mut yi = blst_fp2::ZERO;
+        Coord::inverse_to(&mut yi, &y);
+        yi.mul_assign(&y);
+        assert_eq!(yi, blst_fp2::one());
+        assert_ne!(yi, blst_fp2 { fp: [a, FP_ZERO] });
     }
 }

@@ -12,6 +12,7 @@ mod buckets;
 mod curve;
 mod field;
 pub mod pippenger;
+mod reduce;
 mod sum;
 pub mod window;
 
@@ -133,7 +134,7 @@ pub fn msm_with<G: MsmGroup>(
                 }
                 let base = &bases[k];
                 k += 1;
-                if sc.is_zero() {
+                if sc.is_zero() || base.is_infinity() {
                 } else if sc.is_one() {
                     ones.push(base);
                 } else {
@@ -167,10 +168,11 @@ pub fn msm_with<G: MsmGroup>(
     }
 
     // Phase 2: the dense part.
-    total + match engine {
-        MsmEngine::Proofline => pippenger::pippenger(&all.points, &all.scalars),
-        MsmEngine::Blst => blst_split(&all),
-    }
+    total
+        + match engine {
+            MsmEngine::Proofline => pippenger::pippenger(&all.points, &all.scalars),
+            MsmEngine::Blst => blst_split(&all),
+        }
 }
 
 /// blst's Pippenger over one range of points per thread.
@@ -185,7 +187,8 @@ fn blst_split<G: MsmGroup>(all: &Pairs<G>) -> G::Projective {
             G::blst_pippenger(&all.points[r.clone()], &all.scalars[r])
         })
         .collect();
-    sums.into_iter().fold(G::Projective::identity(), |acc, x| acc + x)
+    sums.into_iter()
+        .fold(G::Projective::identity(), |acc, x| acc + x)
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@ use rayon::prelude::*;
 
 use super::buckets::Buckets;
 use super::curve::MsmGroup;
-use super::field::Coord;
 use super::window::{Plan, Windows};
 
 /// Queued additions per inversion, at most; fewer for few buckets, so that collisions (a point
@@ -39,8 +38,9 @@ unsafe fn limbs(p: *const u8) -> [u64; 4] {
     std::ptr::read_unaligned(p.cast::<[u64; 4]>()).map(u64::from_le)
 }
 
-/// `sum_i scalars[i] * points[i]`, the scalars canonical (below the group order). Every pointer
-/// must be valid for the call: points to affine points, scalars to 32 bytes.
+/// `sum_i scalars[i] * points[i]`, the scalars canonical (below the group order), no point the
+/// identity. Every pointer must be valid for the call: points to affine points, scalars to 32
+/// bytes.
 pub fn pippenger<G: MsmGroup>(points: &[*const G], scalars: &[*const u8]) -> G::Projective {
     assert_eq!(points.len(), scalars.len(), "MSM: points and scalars");
     let n = points.len();
@@ -67,9 +67,12 @@ pub fn pippenger<G: MsmGroup>(points: &[*const G], scalars: &[*const u8]) -> G::
     for (w, s) in sums {
         by_window[w as usize] += s;
     }
-    by_window.into_iter().rev().fold(G::Projective::identity(), |acc, s| {
-        (0..windows.width()).fold(acc, |a, _| a.double()) + s
-    })
+    by_window
+        .into_iter()
+        .rev()
+        .fold(G::Projective::identity(), |acc, s| {
+            (0..windows.width()).fold(acc, |a, _| a.double()) + s
+        })
 }
 
 /// `sum_i d_w(scalars[i]) points[i]` for window `w`.
@@ -88,15 +91,8 @@ fn window_sum<G: MsmGroup>(
             continue;
         }
         // SAFETY: as above.
-        let (x, y) = unsafe { &*p }.coords();
-        if x.is_zero() && y.is_zero() {
-            continue; // the identity adds nothing
-        }
-        if d > 0 {
-            buckets.add(d as usize - 1, x, y);
-        } else {
-            buckets.add((-d) as usize - 1, x, y.neg());
-        }
+        let point = unsafe { &*p };
+        buckets.add(d.unsigned_abs() as usize - 1, point, d < 0);
     }
     buckets.finish()
 }

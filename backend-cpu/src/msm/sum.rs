@@ -24,25 +24,21 @@ impl<F: Coord> Additions<F> for Round<'_, F> {
     }
 
     #[inline]
-    fn pair(&self, i: usize) -> ((F, F), (F, F)) {
-        (self.points[2 * i], self.points[2 * i + 1])
+    fn pair(&self, i: usize) -> (&(F, F), &(F, F)) {
+        (&self.points[2 * i], &self.points[2 * i + 1])
     }
 
     #[inline]
-    fn store(&mut self, _: usize, sum: Option<(F, F)>) {
+    fn store(&mut self, _: usize, sum: Option<&(F, F)>) {
         if let Some(s) = sum {
-            self.next.push(s);
+            self.next.push(*s);
         }
     }
 }
 
-/// `sum_i points[i]`.
+/// `sum_i points[i]`, no point the identity.
 pub fn sum<'a, G: MsmGroup>(points: impl IntoIterator<Item = &'a G>) -> G::Projective {
-    let mut cur: Vec<(G::Base, G::Base)> = points
-        .into_iter()
-        .map(G::coords)
-        .filter(|(x, y)| !(x.is_zero() && y.is_zero()))
-        .collect();
+    let mut cur: Vec<(G::Base, G::Base)> = points.into_iter().map(G::coords).collect();
     let mut next = Vec::with_capacity(cur.len() / 2 + 1);
     let mut prefix = Vec::new();
     while cur.len() >= PROJECTIVE_BELOW {

@@ -50,7 +50,11 @@ where
     let points = affine(bases);
     let b = bytes(scalars);
     for engine in ENGINES {
-        assert_eq!(msm_with(engine, &points, &b, None), want, "{engine:?}: {what}");
+        assert_eq!(
+            msm_with(engine, &points, &b, None),
+            want,
+            "{engine:?}: {what}"
+        );
     }
     if let Some(j) = (0..scalars.len()).find(|&j| !bool::from(bases[j].is_identity())) {
         let mut bad = scalars.to_vec();
@@ -124,7 +128,9 @@ fn repeated_bases_and_digits() {
     // The same in G2.
     let p2 = G2Projective::random(&mut rng);
     check(&vec![p2; 500], &vec![s; 500], "G2: one base, one scalar");
-    let pm2: Vec<G2Projective> = (0..501).map(|i| if i % 2 == 0 { p2 } else { -p2 }).collect();
+    let pm2: Vec<G2Projective> = (0..501)
+        .map(|i| if i % 2 == 0 { p2 } else { -p2 })
+        .collect();
     check(&pm2, &vec![s; 501], "G2: a point and its negation");
 }
 
@@ -150,7 +156,11 @@ fn identity_bases_and_extreme_scalars() {
             }
         })
         .collect();
-    check(&bases2, &vec![-Scalar::ONE; 300], "G2: identity among the bases, r - 1");
+    check(
+        &bases2,
+        &vec![-Scalar::ONE; 300],
+        "G2: identity among the bases, r - 1",
+    );
 }
 
 #[test]
@@ -174,13 +184,15 @@ fn density_filtering_with_both_engines() {
         let b = bytes(&scalars);
         let want = naive(&bases, &used);
         for engine in ENGINES {
-            assert_eq!(msm_with(engine, &points, &b, Some(&density)), want, "n = {n}");
+            assert_eq!(
+                msm_with(engine, &points, &b, Some(&density)),
+                want,
+                "n = {n}"
+            );
         }
         if used.iter().any(|s| !bool::from(s.is_zero())) {
             // Negative twin: one changed used scalar changes the sum.
-            let j = (0..n)
-                .find(|&j| density.get(j) && !b[j].is_zero())
-                .unwrap();
+            let j = (0..n).find(|&j| density.get(j) && !b[j].is_zero()).unwrap();
             let mut bad = b.clone();
             bad[j] = ScalarBytes::from_scalar(&(scalars[j] + Scalar::ONE));
             for engine in ENGINES {

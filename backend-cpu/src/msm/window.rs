@@ -97,7 +97,13 @@ impl Plan {
     /// time (so the estimate is the number of rounds times one task's cost).
     pub fn choose(n: usize, threads: usize, reduce_cost: f64) -> Plan {
         let threads = threads.max(1);
-        let mut best = (f64::INFINITY, Plan { width: MIN_WIDTH, chunks: 1 });
+        let mut best = (
+            f64::INFINITY,
+            Plan {
+                width: MIN_WIDTH,
+                chunks: 1,
+            },
+        );
         for width in MIN_WIDTH..=MAX_WIDTH {
             let windows = 256usize.div_ceil(width as usize);
             for chunks in 1..=4 * threads {
