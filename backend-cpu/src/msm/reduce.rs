@@ -138,3 +138,53 @@ pub fn weighted_sum<G: MsmGroup>(
     }
     total + weighted
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blstrs::{G1Affine, G1Projective, Scalar};
+    use group::Curve;
+    use rand::Rng;
+
+    fn naive(points: &[G1Affine], present: &[bool]) -> G1Projective {
+        points
+            .iter()
+            .zip(present)
+            .enumerate()
+            .filter(|(_, (_, &here))| here)
+            .map(|(b, (p, _))| G1Projective::from(p) * Scalar::from(b as u64 + 1))
+            .sum()
+    }
+
+    #[test]
+    fn segments_give_the_running_sum() {
+        let mut rng = rand::thread_rng();
+        let p = G1Projective::random(&mut rng);
+        let q = G1Projective::random(&mut rng);
+        // Few distinct points, so the chains meet doublings (R == B) and cancellations
+        // (R == -B) as well as chords.
+        let choices: Vec<G1Affine> = [p, -p, p.double(), q, -q, p + q]
+            .iter()
+            .map(|x| x.to_affine())
+            .collect();
+        for m in [1usize, 2, 8, 256, 1024, 4096] {
+            for _ in 0..3 {
+                let points: Vec<G1Affine> = (0..m)
+                    .map(|_| choices[rng.gen_range(0..choices.len())])
+                    .collect();
+                let present: Vec<bool> = (0..m).map(|_| rng.gen_range(0..4) != 0).collect();
+                let coords: Vec<_> = points.iter().map(MsmGroup::coords).collect();
+                let want = naive(&points, &present);
+                let got = weighted_sum::<G1Affine>(&coords, &present, &mut Vec::new());
+                assert_eq!(got, want, "m = {m}");
+                // Negative twin: one more bucket present changes the sum.
+                if let Some(b) = present.iter().position(|&h| !h) {
+                    let mut more = present.clone();
+                    more[b] = true;
+                    let got = weighted_sum::<G1Affine>(&coords, &more, &mut Vec::new());
+                    assert_ne!(got, want, "m = {m}");
+                }
+            }
+        }
+    }
+}
