@@ -1,7 +1,8 @@
 //! proofline's CPU backend: the accelerator and finalizer stages on the CPU.
 //!
 //! - [`ntt`]: a parallel radix-2 NTT over Fr and the H quotient of a partition.
-//! - [`msm`]: G1 and G2 MSMs with density filtering and 0/1 skipping, on blst's Pippenger,
+//! - [`msm`]: G1 and G2 MSMs with density filtering and 0/1 skipping, on proofline's
+//!   batch-affine Pippenger (blst's kept for comparison),
 //!   executing prover-core's query plan.
 //!
 //! [`CpuBackend`] implements [`GpuBackend`] (one device, `cpu:0`, whose workers are stateless)
