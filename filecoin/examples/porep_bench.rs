@@ -80,6 +80,9 @@ fn main() -> Result<()> {
                 &(),
             )?;
             vk.write_file(&cache.join(verifying_key_id(&id)))?;
+            // Without the marker, `c2-proofline` would check the file against the published
+            // digest and refuse it.
+            proofline_filecoin::mark_generated(&path)?;
             report(
                 "params-proofline",
                 t,
