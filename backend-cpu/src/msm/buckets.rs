@@ -93,8 +93,7 @@ impl<G: MsmGroup> Buckets<G> {
     /// Adds the point (not the identity), negated if `negate`, to bucket `bucket`.
     #[inline]
     pub fn add(&mut self, bucket: usize, point: &G, negate: bool) {
-        let (x, y) = point.coords();
-        let mut point = (x, y);
+        let mut point = point.coords();
         if negate {
             point.1.neg_assign();
         }

@@ -4,14 +4,14 @@
 //! scalars are dropped, and the bases of scalars equal to one are added without multiplying:
 //! real witnesses are mostly bits. The rest goes through arrays of pointers into the parameters
 //! and the witness (nothing is copied or converted per call) to one of two engines
-//! ([`MsmEngine`]): proofline's batch-affine Pippenger ([`pippenger`], the default) or blst's
+//! ([`MsmEngine`]): proofline's batch-affine Pippenger (`pippenger.rs`, the default) or blst's
 //! `blst_p{1,2}s_mult_pippenger`, kept for comparison.
 
 mod batch;
 mod buckets;
 mod curve;
 mod field;
-pub mod pippenger;
+mod pippenger;
 mod reduce;
 mod sum;
 pub mod window;
@@ -27,14 +27,15 @@ use rayon::prelude::*;
 /// Which Pippenger runs the MSMs' dense part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MsmEngine {
-    /// proofline's: signed-digit windows, batch-affine buckets ([`pippenger`]).
+    /// proofline's: signed-digit windows, batch-affine buckets (`pippenger.rs`).
     #[default]
     Proofline,
     /// blst's `blst_p{1,2}s_mult_pippenger`, one call per thread over a range of points.
     Blst,
 }
 
-/// Pointers that cross threads; they point into slices that outlive the MSM.
+/// The (base, scalar) pairs of an MSM's dense part, as pointers that cross threads; they point
+/// into the parameters and the witness, which outlive the MSM.
 struct Pairs<G> {
     points: Vec<*const G>,
     scalars: Vec<*const u8>,
@@ -170,7 +171,7 @@ pub fn msm_with<G: MsmGroup>(
     // Phase 2: the dense part.
     total
         + match engine {
-            MsmEngine::Proofline => pippenger::pippenger(&all.points, &all.scalars),
+            MsmEngine::Proofline => pippenger::pippenger(&all),
             MsmEngine::Blst => blst_split(&all),
         }
 }

@@ -7,27 +7,11 @@ use rayon::prelude::*;
 use super::buckets::Buckets;
 use super::curve::MsmGroup;
 use super::window::{Plan, Windows};
+use super::Pairs;
 
 /// Queued additions per inversion, at most; fewer for few buckets, so that collisions (a point
 /// for a bucket already queued) stay rare.
 const MAX_QUEUE: usize = 512;
-
-/// The pointer arrays, read by tasks on other threads.
-struct Shared<'a, G> {
-    points: &'a [*const G],
-    scalars: &'a [*const u8],
-}
-
-impl<'a, G> Shared<'a, G> {
-    /// The pairs in `r` (a method, so that closures capture the whole `Sync` struct).
-    fn range(&self, r: std::ops::Range<usize>) -> (&'a [*const G], &'a [*const u8]) {
-        (&self.points[r.clone()], &self.scalars[r])
-    }
-}
-
-// SAFETY: the pointers are only read, and what they point to is only read, for the whole call
-// (the caller keeps it alive and unchanged: see `pippenger`).
-unsafe impl<G: Sync> Sync for Shared<'_, G> {}
 
 /// The little-endian limbs of a canonical scalar's 32 bytes.
 ///
@@ -38,12 +22,11 @@ unsafe fn limbs(p: *const u8) -> [u64; 4] {
     std::ptr::read_unaligned(p.cast::<[u64; 4]>()).map(u64::from_le)
 }
 
-/// `sum_i scalars[i] * points[i]`, the scalars canonical (below the group order), no point the
-/// identity. Every pointer must be valid for the call: points to affine points, scalars to 32
-/// bytes.
-pub fn pippenger<G: MsmGroup>(points: &[*const G], scalars: &[*const u8]) -> G::Projective {
-    assert_eq!(points.len(), scalars.len(), "MSM: points and scalars");
-    let n = points.len();
+/// `sum_i scalars[i] * points[i]` over `all`'s pairs, the scalars canonical (below the group
+/// order), no point the identity.
+pub(super) fn pippenger<G: MsmGroup>(all: &Pairs<G>) -> G::Projective {
+    let n = all.points.len();
+    assert_eq!(n, all.scalars.len(), "MSM: points and scalars");
     if n == 0 {
         return G::Projective::identity();
     }
@@ -53,14 +36,14 @@ pub fn pippenger<G: MsmGroup>(points: &[*const G], scalars: &[*const u8]) -> G::
     let tasks: Vec<(u32, usize)> = (0..windows.count())
         .flat_map(|w| (0..n).step_by(per).map(move |s| (w, s)))
         .collect();
-    let shared = Shared { points, scalars };
-    let shared = &shared;
     let sums: Vec<(u32, G::Projective)> = tasks
         .into_par_iter()
         .map(|(w, s)| {
             let e = (s + per).min(n);
-            let (p, s) = shared.range(s..e);
-            (w, window_sum(&windows, w, p, s))
+            (
+                w,
+                window_sum(&windows, w, &all.points[s..e], &all.scalars[s..e]),
+            )
         })
         .collect();
     let mut by_window = vec![G::Projective::identity(); windows.count() as usize];
@@ -85,7 +68,7 @@ fn window_sum<G: MsmGroup>(
     let count = windows.buckets();
     let mut buckets = Buckets::<G>::new(count, (count / 8).clamp(16, MAX_QUEUE));
     for (&p, &s) in points.iter().zip(scalars) {
-        // SAFETY: the caller's pointers are valid for the call (see `pippenger`).
+        // SAFETY: the pointers of `Pairs` are valid for the whole MSM (see `Pairs`).
         let d = windows.digit(&unsafe { limbs(s) }, w);
         if d == 0 {
             continue;

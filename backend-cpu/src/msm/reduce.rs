@@ -107,12 +107,11 @@ pub fn weighted_sum<G: MsmGroup>(
             &mut list,
             prefix,
         );
-        let r_now = r_in.clone();
         step(
             &mut t,
             &mut t_in,
             &r,
-            |s| r_now[s].then_some(s),
+            |s| r_in[s].then_some(s),
             &mut list,
             prefix,
         );
