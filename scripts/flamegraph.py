@@ -9,6 +9,7 @@ and each frame's width is its share of the samples (hover for the count and the 
 `--top N` prints the N widest frames (inclusive share) instead of the SVG.
 """
 import html
+import zlib
 import re
 import sys
 from collections import defaultdict
@@ -31,8 +32,9 @@ def stacks(lines):
                 yield comm, frames[::-1]
             comm, frames = None, []
         elif not line[0].isspace():
-            comm, frames = line.split()[0], []
-        else:
+            # A sample's header (`comm pid time: count event:`); anything else is not a sample.
+            comm, frames = (line.split()[0], []) if ":" in line else (None, [])
+        elif comm is not None:
             parts = line.strip().split(None, 1)
             if len(parts) == 2:
                 frames.append(short(parts[1].rsplit(" (", 1)[0]))
@@ -72,7 +74,7 @@ def svg(root, title):
            f'<text x="4" y="{ROW - 3}">{html.escape(title)} ({total} samples)</text>']
     for x, d, w, name, n in rects:
         y = h - (d + 1) * ROW
-        hue = 20 + (hash(name) % 40)
+        hue = 20 + zlib.crc32(name.encode()) % 40  # stable across runs, unlike hash()
         label = html.escape(name)
         out.append(f'<g><title>{label}: {n} samples, {100 * n / total:.2f}%</title>'
                    f'<rect x="{x:.1f}" y="{y}" width="{max(w - 0.3, 0.1):.1f}" height="{ROW - 1}" fill="hsl({hue},80%,60%)"/>')
@@ -89,9 +91,13 @@ def main():
     args = sys.argv[1:]
     top = None
     if args[:1] == ["--top"]:
+        if len(args) < 2 or not args[1].isdigit() or int(args[1]) == 0:
+            sys.exit("usage: perf script | flamegraph.py [--top N (N >= 1)] [TITLE]")
         top, args = int(args[1]), args[2:]
     title = args[0] if args else "flamegraph"
     samples = list(stacks(sys.stdin))
+    if not samples:
+        sys.exit("flamegraph.py: no samples on standard input (expected `perf script` output)")
     if top is not None:
         incl = defaultdict(int)
         for _, frames in samples:
