@@ -2,11 +2,11 @@
 //! on disk (`gpu_core::cache`, key: source digest, architecture, NVRTC version): a proving
 //! process pays the compile (17-55 s) once per machine, not at every start.
 //!
-//! ec-gpu-gen writes its CUDA branch for nvcc; under NVRTC it needs four changes, made here and
+//! ec-gpu-gen writes its CUDA branch for nvcc; under NVRTC it needs three changes, made here and
 //! nowhere else: `__NVCC__` defined (its common header picks the CUDA branch on it), the C
-//! integer typedefs nvcc gets from host headers, the FFT's `__shared__` pointer parameter made a
-//! plain pointer (the shared memory is sized at launch instead), and C compound literals
-//! `((T){...})` written as C++ `(T{...})`.
+//! integer typedefs nvcc gets from host headers, and C compound literals `((T){...})` written as
+//! C++ `(T{...})`. (proofline's own kernels take their local memory through `PL_SHARED`, which
+//! is empty under CUDA: the shared memory is sized at launch.)
 
 use std::ffi::CString;
 
@@ -44,22 +44,8 @@ pub fn nvrtc_source(source: &KernelSource) -> String {
         "#define __NVCC__ 1\ntypedef unsigned short ushort;\ntypedef unsigned int uint;\ntypedef unsigned long long ulong;\n",
     );
     text.push_str(&source.text);
-    // The FFT's local-memory parameter.
-    let text = rewrite_local_param(&text);
     // `((T){` -> `(T{`: compound literals.
     rewrite_compound_literals(&text)
-}
-
-fn rewrite_local_param(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        if line.contains("u_arg") && line.trim_start().starts_with("LOCAL ") {
-            out.push_str(&line.replacen("LOCAL ", "", 1));
-        } else {
-            out.push_str(line);
-        }
-    }
-    out
 }
 
 fn rewrite_compound_literals(text: &str) -> String {
@@ -169,20 +155,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_four_rewrites_apply_and_leave_the_rest() {
+    fn the_rewrites_apply_and_leave_the_rest() {
         assert_eq!(
             rewrite_compound_literals("#define Z ((P_jacobian){A, B}) f((x)) ((y){"),
             "#define Z (P_jacobian{A, B}) f((x)) (y{"
-        );
-        assert_eq!(
-            rewrite_local_param("  LOCAL Fr* u_arg, // x\n  LOCAL Fr* v;\n"),
-            "  Fr* u_arg, // x\n  LOCAL Fr* v;\n"
         );
         let s = nvrtc_source(&KernelSource::new(gpu_core::Limbs::L32));
         assert!(s.starts_with("#define __NVCC__ 1\n"));
         assert!(
             !s.contains("LOCAL blstrs"),
-            "the FFT's shared parameter is left"
+            "a kernel takes a shared-memory parameter (CUDA sizes it at launch)"
         );
         assert!(!s.contains("_jacobian){"), "a compound literal is left");
     }

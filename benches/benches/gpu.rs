@@ -1,12 +1,16 @@
 //! The device backends' kernels on their first device: OpenCL (POCL here and in CI; NVIDIA's
-//! OpenCL on the GPU machine) and CUDA (the GPU machine). The NTT; G1 and G2 MSMs with the bases
+//! OpenCL on the GPU machine) and CUDA (the GPU machine). The NTT (forward, natural order, the
+//! data and the tables on the device, as sppark-bench times its NTT); the H pipeline on device
+//! vectors (`quotient`: a's, b's and c's coset transforms with the element-wise steps, and the
+//! inverse coset transform, as the accelerator runs it, less the uploads); G1 and G2 MSMs with the bases
 //! resident and dense exponents on the device (what the H MSM runs); and a G1 query MSM with
 //! PoRep-like scalars (51% zero, 47% one, 2% dense: the host scan, the uploads, the batch
 //! addition and the bucket MSM, as the l/a/b queries run).
 //!
-//! Sizes: `PROOFLINE_GPU_BENCH=full` takes the GPU machine's (NTT 2^20..2^24, G1 2^16..2^24,
-//! G2 2^16..2^22); otherwise small ones. In test mode (`cargo test --benches`) only the smallest
-//! of each runs. `PROOFLINE_GPU_BENCH_API=cuda` (or `opencl`) benches one API only. A missing
+//! Sizes: `PROOFLINE_GPU_BENCH=full` takes the GPU machine's (NTT 2^20..2^27, H pipeline 2^24
+//! and 2^27, G1 2^16..2^24, G2 2^16..2^22); otherwise small ones. In test mode (`cargo test
+//! --benches`) only the smallest of each runs. `PROOFLINE_GPU_BENCH_NTT_SHAPES=10/10,8/9` benches
+//! the NTT cut in other pass shapes too (largest radix / tile, as logarithms: `NttShape`). `PROOFLINE_GPU_BENCH_API=cuda` (or `opencl`) benches one API only. A missing
 //! API is skipped with the reason printed (OpenCL fails instead under `CI=true`). Each MSM runs
 //! with both MSM kernels (`stock`: `{api}_msm_*`; `sorted`: `{api}_sorted_msm_*`), or the one
 //! `PROOFLINE_GPU_BENCH_MSM=stock|sorted` names.
@@ -18,7 +22,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use ff::Field;
 use gpu_core::device::Device;
 use gpu_core::msm::{dense_msm, query_msm, Bases, DeviceCurve, MsmKernel, Scan};
-use gpu_core::ntt::ntt;
+use gpu_core::ntt::{ntt_with, HPipeline, NttShape, NttTables};
 use gpu_core::{GpuDevice, Queue};
 use proofline_benches::{g1_bases, g2_bases, porep_like_witness, random_scalars};
 use prover_core::ledger::{Stage, StageLedger};
@@ -27,6 +31,7 @@ use prover_core::Domain;
 
 struct Sizes {
     ntt: Vec<u32>,
+    quotient: Vec<u32>,
     g1: Vec<u32>,
     g2: Vec<u32>,
 }
@@ -35,20 +40,22 @@ fn sizes() -> Sizes {
     let full = std::env::var("PROOFLINE_GPU_BENCH").is_ok_and(|v| v == "full");
     let mut s = if full {
         Sizes {
-            ntt: vec![20, 22, 24],
+            ntt: vec![20, 22, 24, 27],
+            quotient: vec![24, 27],
             g1: vec![16, 18, 20, 22, 24],
             g2: vec![16, 18, 20, 22],
         }
     } else {
         Sizes {
             ntt: vec![10, 12, 14],
+            quotient: vec![10, 14],
             g1: vec![8, 10, 12],
             g2: vec![8, 10],
         }
     };
     // `cargo bench` passes --bench; test mode does not: smallest sizes only.
     if !std::env::args().any(|a| a == "--bench") {
-        for v in [&mut s.ntt, &mut s.g1, &mut s.g2] {
+        for v in [&mut s.ntt, &mut s.quotient, &mut s.g1, &mut s.g2] {
             v.truncate(1);
         }
     }
@@ -82,19 +89,79 @@ fn group<'a>(
     g
 }
 
+/// `n` random field elements (on every core: 2^27 of them take a while).
+fn random_field(n: usize) -> Vec<Scalar> {
+    use rayon::prelude::*;
+    (0..n)
+        .into_par_iter()
+        .map_init(rand::thread_rng, |rng, _| Scalar::random(rng))
+        .collect()
+}
+
+/// The pass shapes to bench: the device's, and those `PROOFLINE_GPU_BENCH_NTT_SHAPES` names.
+fn ntt_shapes<D: Device>(gpu: &GpuDevice<D>) -> Vec<NttShape> {
+    let mut shapes = vec![NttShape::for_device(gpu)];
+    if let Ok(v) = std::env::var("PROOFLINE_GPU_BENCH_NTT_SHAPES") {
+        for item in v.split(',').filter(|i| !i.is_empty()) {
+            let parse = |x: Option<&str>| x.and_then(|x| x.trim().parse::<u32>().ok());
+            let mut it = item.split('/');
+            match (parse(it.next()), parse(it.next())) {
+                (Some(max_log_radix), Some(log_tile)) => shapes.push(NttShape {
+                    max_log_radix,
+                    log_tile,
+                }),
+                _ => panic!("PROOFLINE_GPU_BENCH_NTT_SHAPES: {item:?} is not RADIX/TILE"),
+            }
+        }
+    }
+    shapes
+}
+
 fn bench_ntt<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>, sizes: &[u32]) {
     let mut q = gpu.device.queue().expect("a queue");
     let mut g = group(c, format!("{api}_ntt"));
-    let mut rng = rand::thread_rng();
+    let shapes = ntt_shapes(gpu);
     for &k in sizes {
         let d = Domain::new(k).unwrap();
-        let v: Vec<Scalar> = (0..d.size()).map(|_| Scalar::random(&mut rng)).collect();
+        let v = random_field(d.size());
         let mut x = gpu.upload(&mut q, &v, "x").unwrap();
         let mut t = gpu.alloc(d.size() as u64 * 32, "t").unwrap();
         g.throughput(Throughput::Elements(d.size() as u64));
+        for (i, shape) in shapes.iter().enumerate() {
+            let tables = NttTables::new(gpu, &mut q, k, d.omega, *shape).unwrap();
+            let id = match i {
+                0 => format!("{k}"),
+                _ => format!("{k}/r{}t{}", shape.max_log_radix, shape.log_tile),
+            };
+            g.bench_function(BenchmarkId::from_parameter(id), |b| {
+                b.iter(|| {
+                    ntt_with(gpu, &mut q, &mut x, &mut t, &tables).unwrap();
+                    q.synchronize().unwrap();
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+/// The H pipeline on four device vectors (a, b, c, scratch) of random values: its time does not
+/// depend on them, so every iteration runs on what the last one left.
+fn bench_quotient<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>, sizes: &[u32]) {
+    let mut q = gpu.device.queue().expect("a queue");
+    let mut g = group(c, format!("{api}_quotient"));
+    for &k in sizes {
+        let d = Domain::new(k).unwrap();
+        let v = random_field(d.size());
+        let [mut x, mut y, mut w, mut t] =
+            ["a", "b", "c", "scratch"].map(|what| gpu.upload(&mut q, &v, what).unwrap());
+        let p = HPipeline::new(gpu, &mut q, &d).unwrap();
+        g.throughput(Throughput::Elements(d.size() as u64));
         g.bench_function(BenchmarkId::from_parameter(k), |b| {
             b.iter(|| {
-                ntt(gpu, &mut q, &mut x, &mut t, k, d.omega).unwrap();
+                p.coset(gpu, &mut q, &mut x, &mut t).unwrap();
+                p.mul_coset(gpu, &mut q, &mut y, &mut t, &x).unwrap();
+                p.sub_coset_div_z(gpu, &mut q, &mut w, &mut t, &x).unwrap();
+                p.coefficients(gpu, &mut q, &mut x, &mut t).unwrap();
                 q.synchronize().unwrap();
             })
         });
@@ -184,6 +251,7 @@ fn bench_bits<D: Device>(
 fn bench_device<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>) {
     let s = sizes();
     bench_ntt(c, api, gpu, &s.ntt);
+    bench_quotient(c, api, gpu, &s.quotient);
     if let Some(&max) = s.g1.iter().max() {
         let g1 = g1_bases(1 << max);
         for (k, pre) in kernels() {

@@ -12,7 +12,7 @@ use ff::{Field, PrimeField};
 use gpu_core::classify::{DeviceScan, DeviceWitness};
 use gpu_core::device::{bytes_of_mut, Device};
 use gpu_core::msm::{query_msm, scanned_msm, Bases, MsmKernel, Scan};
-use gpu_core::ntt::{ntt, quotient, NttMode};
+use gpu_core::ntt::{ntt, ntt_with, quotient, NttMode, NttShape, NttTables};
 pub use gpu_core::Faults;
 use gpu_core::{GpuDevice, Queue};
 use group::prime::PrimeCurveAffine;
@@ -42,13 +42,13 @@ struct Sizes {
 fn sizes() -> Sizes {
     if std::env::var("PROOFLINE_DEVICE_CHECK_SIZES").is_ok_and(|v| v == "large") {
         Sizes {
-            ntt_logs: vec![13, 14, 15, 16, 18],
+            ntt_logs: vec![13, 14, 15, 16, 18, 21],
             msm_terms: vec![3000, 1 << 13, (1 << 14) + 7, 1 << 16],
         }
     } else {
         Sizes {
-            // 2^14: the element-wise kernels run several groups.
-            ntt_logs: vec![0, 1, 3, 9, 14],
+            // 2^14: the element-wise kernels run several groups, the NTT two passes.
+            ntt_logs: vec![0, 1, 2, 3, 9, 11, 14],
             msm_terms: vec![1, 7, 100, 257, 3000],
         }
     }
@@ -68,12 +68,25 @@ fn random_scalars(n: usize, rng: &mut impl rand::RngCore) -> Vec<Scalar> {
     (0..n).map(|_| Scalar::random(&mut *rng)).collect()
 }
 
-/// The NTT (forward and inverse, sizes 2^0..2^12) and the whole H pipeline (both memory modes,
+/// The NTT (forward and inverse, sizes 2^0..2^14, the device's pass shape and smaller ones that
+/// cut the same sizes into more, narrower passes) and the whole H pipeline (both memory modes,
 /// inputs shorter than the domain) on `gpu` equal the CPU backend's, on fresh random inputs;
 /// a wrong root gives another transform.
 pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
     let mut q = gpu.device.queue().unwrap();
     let mut rng = rand::thread_rng();
+    let shapes = [
+        NttShape::for_device(gpu),
+        // Radix 2^3 in tiles of 2^5: one to five columns a tile, passes of 1..3 rounds.
+        NttShape {
+            max_log_radix: 3,
+            log_tile: 5,
+        },
+        NttShape {
+            max_log_radix: 5,
+            log_tile: 8,
+        },
+    ];
     for log in sizes().ntt_logs {
         let d = Domain::new(log).unwrap();
         let n = d.size();
@@ -85,6 +98,13 @@ pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
             let mut t = gpu.alloc(n as u64 * 32, "t").unwrap();
             ntt(gpu, &mut q, &mut x, &mut t, log, omega).unwrap();
             assert_eq!(read_scalars(&mut q, &x, n), want, "NTT 2^{log}");
+            for shape in &shapes[1..] {
+                let tables = NttTables::new(gpu, &mut q, log, omega, *shape).unwrap();
+                let mut x = gpu.upload(&mut q, &v, "x").unwrap();
+                ntt_with(gpu, &mut q, &mut x, &mut t, &tables).unwrap();
+                let got = read_scalars(&mut q, &x, n);
+                assert_eq!(got, want, "NTT 2^{log}, {shape:?}");
+            }
             // Negative twin: the wrong root gives another transform.
             if log > 1 {
                 let mut y = gpu.upload(&mut q, &v, "y").unwrap();

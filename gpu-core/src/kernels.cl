@@ -29,20 +29,6 @@ KERNEL void {FR}_sub_scaled(GLOBAL {FR} *x, GLOBAL {FR} *y, {FR} k, uint n) {
   if (i < n) x[i] = {FR}_mul({FR}_sub(x[i], y[i]), k);
 }
 
-// x[i] *= c * g^i, `chunk` consecutive elements per thread (one exponentiation per chunk):
-// the move to the coset (g, with c = 1/n after an inverse NTT) and back (g^-1).
-KERNEL void {FR}_scale_by_powers(GLOBAL {FR} *x, {FR} g, {FR} c, uint n, uint chunk) {
-  const uint gid = GET_GLOBAL_ID();
-  const uint start = gid * chunk;
-  if (start >= n) return;
-  const uint end = min(start + chunk, n);
-  {FR} p = {FR}_mul(c, {FR}_pow(g, start));
-  for (uint i = start; i < end; i++) {
-    x[i] = {FR}_mul(x[i], p);
-    p = {FR}_mul(p, g);
-  }
-}
-
 // Montgomery form to canonical form, in place: the quotient's coefficients become MSM
 // exponents without leaving the device.
 KERNEL void {FR}_to_canonical(GLOBAL {FR} *x, uint n) {

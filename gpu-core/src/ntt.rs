@@ -1,12 +1,16 @@
 //! The H pipeline on a device, with the CPU backend's semantics: iNTT of a, b and c, coset
 //! NTT, `(a b - c) / Z(g)`, coset iNTT; the result stays on the device as canonical MSM
-//! exponents. The transforms are ec-gpu-gen's radix FFT (radix up to 2^8 per pass, out of
-//! place, natural order in and out); the rest are proofline's kernels.
+//! exponents. The transforms are proofline's Stockham passes (`ntt.cl`: up to 2^10 points a
+//! pass, twiddles from tables, natural order in and out, out of place). The element-wise steps
+//! ride on the last pass of a transform as it stores: the move to the coset (`g^i / n`) on each
+//! inverse transform, `A B` and `(A B - C) / Z` on the forward transforms of b and c, the move
+//! back and the canonical form on the last. Resident at 2^27: 21 passes over memory, against 28
+//! for seven separate transforms and their element-wise kernels.
 //!
 //! Memory: three vectors of the domain's size when they fit (a's transform stays on the device
 //! while b and c are transformed); otherwise two, with the product kept on the host between
-//! steps (one host vector more, more copies). Below two vectors the device cannot hold the
-//! work, and the partition is handed back for the fallback.
+//! steps (one host vector more, more copies, separate element-wise kernels). Below two vectors
+//! the device cannot hold the work, and the partition is handed back for the fallback.
 
 use blstrs::Scalar;
 use ff::Field;
@@ -17,11 +21,12 @@ use crate::context::{launch_threads, GpuDevice};
 use crate::device::{bytes_of, bytes_of_mut, Arg, Device, DeviceError, DeviceResult, Queue};
 use crate::memory::{free_counted, DeviceBuffer};
 
-const MAX_LOG2_RADIX: u32 = 8;
-const MAX_LOG2_GROUP: u32 = 7;
-/// Elements per thread of the power scaling (one exponentiation each).
-const SCALE_CHUNK: usize = 64;
 const FR: u64 = 32;
+/// The most points of one pass's column (2^10: a tile of 1024 elements is 33 KiB of local
+/// memory with its padding).
+const MAX_LOG_RADIX: u32 = 10;
+/// Elements a thread holds in registers during the rounds (`ntt.cl` is written for 8).
+const LOG_PER_THREAD: u32 = 3;
 
 /// How the H pipeline uses the device's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,8 +41,8 @@ impl NttMode {
     /// The mode that fits in `available` device bytes for a domain of `n`, if any.
     pub fn choose(n: usize, available: u64) -> Option<Self> {
         let v = n as u64 * FR;
-        // A few KiB of twiddles beside the vectors.
-        let slack = 1 << 16;
+        // The tables (about 2 sqrt(n) elements each, four of them) beside the vectors.
+        let slack = (1 << 20) + 8 * FR * (n as f64).sqrt() as u64;
         if available >= 3 * v + slack {
             Some(NttMode::Resident)
         } else if available >= 2 * v + slack {
@@ -46,6 +51,203 @@ impl NttMode {
             None
         }
     }
+}
+
+/// How a transform's passes are cut: the most points a column of one pass holds and the
+/// elements of one group's tile (both powers of two, as logarithms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NttShape {
+    /// log2 of the largest radix of a pass.
+    pub max_log_radix: u32,
+    /// log2 of a group's tile (columns times radix).
+    pub log_tile: u32,
+}
+
+impl NttShape {
+    /// The largest shape the device's local memory and group size allow (the default).
+    pub fn for_device<D: Device>(gpu: &GpuDevice<D>) -> Self {
+        let info = gpu.device.info();
+        let mut log_tile = MAX_LOG_RADIX;
+        while log_tile > LOG_PER_THREAD
+            && (local_bytes(1 << log_tile) > info.local_memory_bytes
+                || (1usize << (log_tile - LOG_PER_THREAD)) > info.max_group_size)
+        {
+            log_tile -= 1;
+        }
+        NttShape {
+            max_log_radix: log_tile,
+            log_tile,
+        }
+    }
+
+    /// The radices of a transform of 2^log_n points: as few passes as the largest radix allows,
+    /// as even as they can be.
+    pub fn radices(&self, log_n: u32) -> Vec<u32> {
+        if log_n == 0 {
+            return Vec::new();
+        }
+        let passes = log_n.div_ceil(self.max_log_radix.max(1));
+        (0..passes)
+            .map(|i| log_n / passes + u32::from(i < log_n % passes))
+            .collect()
+    }
+}
+
+/// Local memory of a tile of `elements`: one plane per limb, one word of padding per 32.
+fn local_bytes(elements: u64) -> u64 {
+    (elements + elements / 32) * FR
+}
+
+/// A table of `r^e` for `e < 2^log_n` in two levels split at `s`: `lo[i] = c r^i`,
+/// `hi[i] = r^(i 2^s)` (`c` scales every entry).
+struct Powers<D: Device> {
+    lo: DeviceBuffer<D>,
+    hi: DeviceBuffer<D>,
+}
+
+/// Where the two-level tables of a domain of 2^log_n split.
+fn split(log_n: u32) -> u32 {
+    log_n.div_ceil(2)
+}
+
+impl<D: Device> Powers<D> {
+    fn new(
+        gpu: &GpuDevice<D>,
+        q: &mut D::Queue,
+        log_n: u32,
+        r: Scalar,
+        c: Scalar,
+    ) -> DeviceResult<Self> {
+        let s = split(log_n);
+        let lo = powers(c, r, 1 << s);
+        let hi = powers(Scalar::ONE, r.pow_vartime([1u64 << s]), 1 << (log_n - s));
+        Ok(Powers {
+            lo: gpu.upload_scratch(q, &lo, "NTT power table")?,
+            hi: gpu.upload_scratch(q, &hi, "NTT power table")?,
+        })
+    }
+}
+
+/// `c, c r, c r^2, ...` (`n` of them).
+fn powers(c: Scalar, r: Scalar, n: usize) -> Vec<Scalar> {
+    let mut out = Vec::with_capacity(n);
+    let mut p = c;
+    for _ in 0..n {
+        out.push(p);
+        p *= r;
+    }
+    out
+}
+
+/// What a transform's twiddles need on the device: the root's powers and the inner roots of
+/// one pass. Built once per root and domain, reused by every transform with them.
+pub struct NttTables<D: Device> {
+    log_n: u32,
+    shape: NttShape,
+    roots: Powers<D>,
+    inner: DeviceBuffer<D>,
+    log_inner: u32,
+}
+
+impl<D: Device> NttTables<D> {
+    /// The tables of the transforms of 2^log_n points with root `omega` (a primitive 2^log_n-th
+    /// root of unity), cut as `shape` says.
+    pub fn new(
+        gpu: &GpuDevice<D>,
+        q: &mut D::Queue,
+        log_n: u32,
+        omega: Scalar,
+        shape: NttShape,
+    ) -> DeviceResult<Self> {
+        if log_n > 31 {
+            return Err(DeviceError::new("NTT", "the domain is larger than 2^31"));
+        }
+        let roots = Powers::new(gpu, q, log_n, omega, Scalar::ONE)?;
+        let log_inner = shape.radices(log_n).into_iter().max().unwrap_or(0).max(1);
+        let w = omega.pow_vartime([1u64 << (log_n.max(log_inner) - log_inner)]);
+        let inner = powers(Scalar::ONE, w, 1 << (log_inner - 1));
+        let inner = gpu.upload_scratch(q, &inner, "NTT inner roots")?;
+        Ok(NttTables {
+            log_n,
+            shape,
+            roots,
+            inner,
+            log_inner,
+        })
+    }
+}
+
+/// What the last pass of a transform does as it stores.
+enum Finish<'a, D: Device> {
+    /// Nothing: the result ends in the transform's vector.
+    Store,
+    /// Scales element `a` by the table's entry `a`; optionally to canonical form too.
+    Scale(&'a Powers<D>, bool),
+    /// `into[a] *= result[a]`.
+    MulInto(&'a DeviceBuffer<D>),
+    /// `into[a] = (into[a] - result[a]) * k`.
+    SubInto(&'a DeviceBuffer<D>, Scalar),
+}
+
+/// The transform of `x` by `tables` (`tmp`: scratch of the same size; the two are swapped pass
+/// by pass, and the result ends in `x` unless `finish` sends it elsewhere).
+fn transform<D: Device>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    x: &mut DeviceBuffer<D>,
+    tmp: &mut DeviceBuffer<D>,
+    t: &NttTables<D>,
+    finish: Finish<'_, D>,
+) -> DeviceResult<()> {
+    let log_n = t.log_n;
+    let radices = t.shape.radices(log_n);
+    let s = split(log_n);
+    let mut lgp = 0;
+    for (i, &d) in radices.iter().enumerate() {
+        let last = i + 1 == radices.len();
+        let log_c = (t.shape.log_tile.max(d) - d).min(log_n - d);
+        let tile = 1u64 << (log_c + d);
+        let threads = (tile >> LOG_PER_THREAD).max(1) as usize;
+        let groups = (1usize << (log_n - d)) >> log_c;
+        let (mode, scale, into, k) = match (&finish, last) {
+            (Finish::Scale(p, canonical), true) => (1 + 3 * u32::from(*canonical), Some(*p), None, Scalar::ZERO),
+            (Finish::MulInto(z), true) => (2, None, Some(*z), Scalar::ZERO),
+            (Finish::SubInto(z, k), true) => (3, None, Some(*z), *k),
+            _ => (0, None, None, Scalar::ZERO),
+        };
+        let scale = scale.unwrap_or(&t.roots);
+        let out = into.unwrap_or(&*tmp);
+        let z = into.unwrap_or(&t.inner);
+        q.launch(
+            &gpu.names.ntt_pass,
+            groups,
+            threads,
+            &[
+                Arg::Buffer(x.raw()),
+                Arg::Buffer(out.raw()),
+                Arg::Buffer(t.roots.lo.raw()),
+                Arg::Buffer(t.roots.hi.raw()),
+                Arg::Buffer(t.inner.raw()),
+                Arg::Buffer(scale.lo.raw()),
+                Arg::Buffer(scale.hi.raw()),
+                Arg::Buffer(z.raw()),
+                Arg::Scalar(k),
+                Arg::Local(local_bytes(tile) as usize),
+                Arg::U32(log_n),
+                Arg::U32(lgp),
+                Arg::U32(d),
+                Arg::U32(log_c),
+                Arg::U32(s),
+                Arg::U32(t.log_inner),
+                Arg::U32(mode),
+            ],
+        )?;
+        lgp += d;
+        if into.is_none() {
+            std::mem::swap(x, tmp);
+        }
+    }
+    Ok(())
 }
 
 /// In-place NTT of the `2^log_n` elements in `x` with root `omega`; `tmp` is scratch of the
@@ -58,74 +260,19 @@ pub fn ntt<D: Device>(
     log_n: u32,
     omega: Scalar,
 ) -> DeviceResult<()> {
-    if log_n == 0 {
-        return Ok(());
-    }
-    let n = 1u64 << log_n;
-    let info = gpu.device.info();
-    // The pass's local memory holds 2^deg elements.
-    let local_log = (info.local_memory_bytes / FR).max(2).ilog2();
-    let group_log = (info.max_group_size.max(1)).ilog2();
-    let max_deg = MAX_LOG2_RADIX.min(log_n).min(local_log);
-    // Twiddles: pq[i] = (omega^(n / 2^max_deg))^i, and omega^(2^i) for i < 32.
-    let mut pq = vec![Scalar::ONE; (1usize << max_deg >> 1).max(1)];
-    let tw = omega.pow_vartime([n >> max_deg]);
-    for i in 1..pq.len() {
-        pq[i] = pq[i - 1] * tw;
-    }
-    let mut omegas = vec![omega; 32];
-    for i in 1..32 {
-        omegas[i] = omegas[i - 1].square();
-    }
-    let pq = gpu.upload_scratch(q, &pq, "NTT twiddles")?;
-    let omegas = gpu.upload_scratch(q, &omegas, "NTT root powers")?;
-    let mut log_p = 0;
-    while log_p < log_n {
-        let deg = max_deg.min(log_n - log_p);
-        let group = 1usize << (deg - 1).min(MAX_LOG2_GROUP).min(group_log);
-        q.launch(
-            &gpu.names.radix_fft,
-            (n >> deg) as usize,
-            group,
-            &[
-                Arg::Buffer(x.raw()),
-                Arg::Buffer(tmp.raw()),
-                Arg::Buffer(pq.raw()),
-                Arg::Buffer(omegas.raw()),
-                Arg::Local((1usize << deg) * FR as usize),
-                Arg::U32(n as u32),
-                Arg::U32(log_p),
-                Arg::U32(deg),
-                Arg::U32(max_deg),
-            ],
-        )?;
-        log_p += deg;
-        std::mem::swap(x, tmp);
-    }
-    Ok(())
+    let tables = NttTables::new(gpu, q, log_n, omega, NttShape::for_device(gpu))?;
+    ntt_with(gpu, q, x, tmp, &tables)
 }
 
-/// `x[i] *= c * g^i` for the first `n` elements.
-pub fn scale_by_powers<D: Device>(
+/// [`ntt`] with tables made beforehand (what a benchmark times, and what the H pipeline reuses).
+pub fn ntt_with<D: Device>(
     gpu: &GpuDevice<D>,
     q: &mut D::Queue,
-    x: &DeviceBuffer<D>,
-    n: usize,
-    g: Scalar,
-    c: Scalar,
+    x: &mut DeviceBuffer<D>,
+    tmp: &mut DeviceBuffer<D>,
+    tables: &NttTables<D>,
 ) -> DeviceResult<()> {
-    launch_threads(
-        q,
-        &gpu.names.scale_by_powers,
-        n.div_ceil(SCALE_CHUNK),
-        &[
-            Arg::Buffer(x.raw()),
-            Arg::Scalar(g),
-            Arg::Scalar(c),
-            Arg::U32(n as u32),
-            Arg::U32(SCALE_CHUNK as u32),
-        ],
-    )
+    transform(gpu, q, x, tmp, tables, Finish::Store)
 }
 
 /// Writes `values` into `x` and zeroes the rest of its `n` elements.
@@ -157,24 +304,96 @@ fn load<D: Device>(
     )
 }
 
-/// From evaluations over the domain to evaluations over the coset `g H`.
-fn to_coset<D: Device>(
-    gpu: &GpuDevice<D>,
-    q: &mut D::Queue,
-    x: &mut DeviceBuffer<D>,
-    tmp: &mut DeviceBuffer<D>,
-    domain: &Domain,
-) -> DeviceResult<()> {
-    ntt(gpu, q, x, tmp, domain.log2, domain.omega_inv())?;
-    scale_by_powers(
-        gpu,
-        q,
-        x,
-        domain.size(),
-        Domain::coset_shift(),
-        domain.size_inv(),
-    )?;
-    ntt(gpu, q, x, tmp, domain.log2, domain.omega)
+/// The H pipeline's steps on device vectors, with their tables (built once per domain). Each
+/// step transforms its vector in place or into another, using `tmp` (a vector of the same
+/// size) as scratch.
+pub struct HPipeline<D: Device> {
+    forward: NttTables<D>,
+    inverse: NttTables<D>,
+    /// `g^i / n`: the inverse transform's last pass moves to the coset.
+    to_coset: Powers<D>,
+    /// `g^-i / n`: the last inverse transform's moves back.
+    from_coset: Powers<D>,
+    z_inv: Scalar,
+}
+
+impl<D: Device> HPipeline<D> {
+    /// The tables of `domain`'s pipeline, on `q`.
+    pub fn new(gpu: &GpuDevice<D>, q: &mut D::Queue, domain: &Domain) -> DeviceResult<Self> {
+        let shape = NttShape::for_device(gpu);
+        let log_n = domain.log2;
+        let n_inv = domain.size_inv();
+        Ok(HPipeline {
+            forward: NttTables::new(gpu, q, log_n, domain.omega, shape)?,
+            inverse: NttTables::new(gpu, q, log_n, domain.omega_inv(), shape)?,
+            to_coset: Powers::new(gpu, q, log_n, Domain::coset_shift(), n_inv)?,
+            from_coset: Powers::new(gpu, q, log_n, Domain::coset_shift_inv(), n_inv)?,
+            z_inv: domain.z_on_coset_inv(),
+        })
+    }
+
+    /// `x` from evaluations over the domain to evaluations over the coset `g H`, the last
+    /// pass doing `finish`.
+    fn to_coset(
+        &self,
+        gpu: &GpuDevice<D>,
+        q: &mut D::Queue,
+        x: &mut DeviceBuffer<D>,
+        tmp: &mut DeviceBuffer<D>,
+        finish: Finish<'_, D>,
+    ) -> DeviceResult<()> {
+        let scale = Finish::Scale(&self.to_coset, false);
+        transform(gpu, q, x, tmp, &self.inverse, scale)?;
+        transform(gpu, q, x, tmp, &self.forward, finish)
+    }
+
+    /// `a`'s step: `x` (evaluations of a) becomes A, a's evaluations over the coset.
+    pub fn coset(
+        &self,
+        gpu: &GpuDevice<D>,
+        q: &mut D::Queue,
+        x: &mut DeviceBuffer<D>,
+        tmp: &mut DeviceBuffer<D>,
+    ) -> DeviceResult<()> {
+        self.to_coset(gpu, q, x, tmp, Finish::Store)
+    }
+
+    /// `b`'s step: `into *= ` y's evaluations over the coset (`y` is used up).
+    pub fn mul_coset(
+        &self,
+        gpu: &GpuDevice<D>,
+        q: &mut D::Queue,
+        y: &mut DeviceBuffer<D>,
+        tmp: &mut DeviceBuffer<D>,
+        into: &DeviceBuffer<D>,
+    ) -> DeviceResult<()> {
+        self.to_coset(gpu, q, y, tmp, Finish::MulInto(into))
+    }
+
+    /// `c`'s step: `into = (into - ` y's evaluations over the coset`) / Z(g)` (`y` is used up).
+    pub fn sub_coset_div_z(
+        &self,
+        gpu: &GpuDevice<D>,
+        q: &mut D::Queue,
+        y: &mut DeviceBuffer<D>,
+        tmp: &mut DeviceBuffer<D>,
+        into: &DeviceBuffer<D>,
+    ) -> DeviceResult<()> {
+        self.to_coset(gpu, q, y, tmp, Finish::SubInto(into, self.z_inv))
+    }
+
+    /// The last step: `x` (the quotient over the coset) becomes its coefficients, as canonical
+    /// exponents.
+    pub fn coefficients(
+        &self,
+        gpu: &GpuDevice<D>,
+        q: &mut D::Queue,
+        x: &mut DeviceBuffer<D>,
+        tmp: &mut DeviceBuffer<D>,
+    ) -> DeviceResult<()> {
+        let back = Finish::Scale(&self.from_coset, true);
+        transform(gpu, q, x, tmp, &self.inverse, back)
+    }
 }
 
 /// `x = x * y` (element-wise, n elements).
@@ -231,26 +450,25 @@ pub fn quotient<D: Device>(
     ledger: &mut BackendBuffers<'_>,
 ) -> DeviceResult<DeviceBuffer<D>> {
     let n = domain.size();
-    if n > u32::MAX as usize {
-        return Err(DeviceError::new("H", "the domain is larger than 2^32"));
+    if domain.log2 > 31 {
+        return Err(DeviceError::new("H", "the domain is larger than 2^31"));
     }
+    let p = HPipeline::new(gpu, q, domain)?;
     let v = n as u64 * FR;
     let mut x = gpu.scratch(q, v, "H vector")?;
     ledger.register(BackendBuffer::DeviceAbc, v);
     let mut tmp = gpu.scratch(q, v, "H scratch")?;
     ledger.register(BackendBuffer::DeviceAbc, v);
     load(gpu, q, &x, a, n)?;
-    to_coset(gpu, q, &mut x, &mut tmp, domain)?;
-    let result = match mode {
+    p.coset(gpu, q, &mut x, &mut tmp)?;
+    let mut x = match mode {
         NttMode::Resident => {
             let mut y = gpu.scratch(q, v, "H second vector")?;
             ledger.register(BackendBuffer::DeviceAbc, v);
             load(gpu, q, &y, b, n)?;
-            to_coset(gpu, q, &mut y, &mut tmp, domain)?;
-            mul_assign(gpu, q, &x, &y, n)?;
+            p.mul_coset(gpu, q, &mut y, &mut tmp, &x)?;
             load(gpu, q, &y, c, n)?;
-            to_coset(gpu, q, &mut y, &mut tmp, domain)?;
-            sub_div_z(gpu, q, &x, &y, domain)?;
+            p.sub_coset_div_z(gpu, q, &mut y, &mut tmp, &x)?;
             free_counted(ledger, BackendBuffer::DeviceAbc, [y]);
             x
         }
@@ -259,12 +477,12 @@ pub fn quotient<D: Device>(
             ledger.register(BackendBuffer::HostTemp, v);
             q.read(x.raw(), 0, bytes_of_mut(&mut host))?;
             load(gpu, q, &x, b, n)?;
-            to_coset(gpu, q, &mut x, &mut tmp, domain)?;
+            p.coset(gpu, q, &mut x, &mut tmp)?;
             q.write(tmp.raw(), 0, bytes_of(&host))?;
             mul_assign(gpu, q, &x, &tmp, n)?;
             q.read(x.raw(), 0, bytes_of_mut(&mut host))?;
             load(gpu, q, &x, c, n)?;
-            to_coset(gpu, q, &mut x, &mut tmp, domain)?;
+            p.coset(gpu, q, &mut x, &mut tmp)?;
             // tmp = (a b - c) / Z, then it is the result.
             q.write(tmp.raw(), 0, bytes_of(&host))?;
             sub_div_z(gpu, q, &tmp, &x, domain)?;
@@ -274,15 +492,7 @@ pub fn quotient<D: Device>(
             x
         }
     };
-    let mut x = result;
-    ntt(gpu, q, &mut x, &mut tmp, domain.log2, domain.omega_inv())?;
-    scale_by_powers(gpu, q, &x, n, Domain::coset_shift_inv(), domain.size_inv())?;
-    launch_threads(
-        q,
-        &gpu.names.to_canonical,
-        n,
-        &[Arg::Buffer(x.raw()), Arg::U32(n as u32)],
-    )?;
+    p.coefficients(gpu, q, &mut x, &mut tmp)?;
     free_counted(ledger, BackendBuffer::DeviceAbc, [tmp]);
     Ok(x)
 }

@@ -1,5 +1,5 @@
-//! The one kernel source both APIs compile: ec-gpu-gen's field, curve, FFT and multiexp code
-//! for Fr, Fp, Fp2, G1 and G2, then proofline's own kernels (`kernels.cl`, and `msm.cl` once
+//! The one kernel source both APIs compile: ec-gpu-gen's field, curve and multiexp code for Fr,
+//! Fp, Fp2, G1 and G2, then proofline's own kernels (`kernels.cl`, `ntt.cl`, and `msm.cl` once
 //! per curve), with ec-gpu-gen's type names substituted.
 
 use blstrs::{G1Affine, G2Affine, Scalar};
@@ -12,6 +12,7 @@ const MSM: &str = include_str!("msm.cl");
 const PIPPENGER: &str = include_str!("pippenger.cl");
 const CLASSIFY: &str = include_str!("classify.cl");
 const FIXED_BASE: &str = include_str!("fixed_base.cl");
+const NTT: &str = include_str!("ntt.cl");
 
 /// The limb width of the generated field arithmetic. The bytes of a field element are the same
 /// either way (little-endian Montgomery limbs, as blstrs stores them).
@@ -35,16 +36,14 @@ pub struct KernelSource {
 /// The names of the kernels the host logic launches.
 #[derive(Debug, Clone)]
 pub struct KernelNames {
-    /// ec-gpu-gen's radix FFT over Fr.
-    pub radix_fft: String,
+    /// One pass of proofline's NTT over Fr.
+    pub ntt_pass: String,
     /// `x[start..n] = 0`.
     pub fill_zero: String,
     /// `x *= y`.
     pub mul_assign: String,
     /// `x = (x - y) * k`.
     pub sub_scaled: String,
-    /// `x[i] *= c g^i`.
-    pub scale_by_powers: String,
     /// Montgomery to canonical.
     pub to_canonical: String,
     /// G1 sum of indexed bases.
@@ -107,7 +106,6 @@ struct Parts {
     fr: String,
     fp: String,
     fp2: String,
-    fft: String,
     g1: String,
     g2: String,
 }
@@ -171,13 +169,6 @@ impl Parts {
             "Fp2",
         )
         .to_string();
-        let fft = strip(
-            &build(&SourceBuilder::new().add_fft::<Scalar>(), limbs),
-            &[c(&format!("{fr}\n\n\n\n"))],
-            &"\n\n".repeat(2),
-            "the FFT",
-        )
-        .to_string();
         let either = |ext: &str| {
             [
                 c(&format!("{fp}{fr}\n\n{ext}\n\n\n\n")),
@@ -191,7 +182,6 @@ impl Parts {
             fr,
             fp,
             fp2,
-            fft,
             g1,
             g2,
         }
@@ -207,13 +197,12 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 30] {
+    pub fn all(&self) -> [&str; 29] {
         [
-            &self.radix_fft,
+            &self.ntt_pass,
             &self.fill_zero,
             &self.mul_assign,
             &self.sub_scaled,
-            &self.scale_by_powers,
             &self.to_canonical,
             &self.g1_sum_indexed,
             &self.g1_msm,
@@ -257,6 +246,7 @@ impl KernelSource {
         };
         let ours = [
             KERNELS.replace("{FR}", &fr),
+            NTT.replace("{FR}", &fr),
             curve(MSM, &g1, &fp),
             curve(MSM, &g2, &fp2),
             curve(PIPPENGER, &g1, &fp).replace("{RUNS_BOUNDS}", "PL_BOUNDS(64, 8)"),
@@ -271,17 +261,15 @@ impl KernelSource {
             p.common,
             format!("{}{}", p.fr, p.fp),
             p.fp2,
-            p.fft,
             format!("{}{}", p.g1, p.g2),
             ours,
         ]
         .join("\n\n");
         let names = KernelNames {
-            radix_fft: format!("{fr}_radix_fft"),
+            ntt_pass: format!("{fr}_ntt_pass"),
             fill_zero: format!("{fr}_fill_zero"),
             mul_assign: format!("{fr}_mul_assign"),
             sub_scaled: format!("{fr}_sub_scaled"),
-            scale_by_powers: format!("{fr}_scale_by_powers"),
             to_canonical: format!("{fr}_to_canonical"),
             g1_sum_indexed: format!("{g1}_sum_indexed"),
             g1_msm: format!("{g1}_msm"),
@@ -340,6 +328,7 @@ mod tests {
         // quotient from 2^13 on.
         for (name, text) in [
             ("kernels.cl", KERNELS),
+            ("ntt.cl", NTT),
             ("msm.cl", MSM),
             ("pippenger.cl", PIPPENGER),
             ("classify.cl", CLASSIFY),
