@@ -61,6 +61,23 @@ DEVICE uint {FR}_ntt_slot(uint q, uint m, uint g, uint shift) {
   return base + ((m & ((1u << g) - 1)) << shift);
 }
 
+// The `o`-th output of a tile (in the order of adjacent addresses): its column `c`, frequency
+// `f` and address `a` in the vector.
+DEVICE void {FR}_ntt_out(uint o, uint j0, uint log_c, uint d, uint lgp, uint *c, uint *f,
+                         uint *a) {
+  const uint p = 1u << lgp;
+  if (log_c <= lgp) {
+    *c = o & ((1u << log_c) - 1);
+    *f = o >> log_c;
+  } else {
+    *c = (o & (p - 1)) | ((o >> (lgp + d)) << lgp);
+    *f = (o >> lgp) & ((1u << d) - 1);
+  }
+  const uint j = j0 + *c;
+  const uint k = j & (p - 1);
+  *a = ((j - k) << d) + k + (*f << lgp);
+}
+
 // One pass: see above. `tw_lo`/`tw_hi`: omega's powers (two-level, split at `s`); `inner`:
 // the 2^(log_inner - 1) first powers of the 2^log_inner-th root omega^(N / 2^log_inner);
 // `sc_lo`/`sc_hi`: the store's scale table (split at `s`), `z` the vector the store combines
@@ -84,20 +101,25 @@ KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
   group = GET_GROUP_ID();
   const uint cols = 1u << log_c;
   const uint size = cols << d;
-  const uint plane = {FR}_ntt_pad(size);
+  // Odd, so that a word's limbs fall on distinct banks.
+  const uint plane = {FR}_ntt_pad(size) | 1;
+  GLOBAL {FR}_limb *xw = (GLOBAL {FR}_limb *)x;
+  GLOBAL {FR}_limb *yw = (GLOBAL {FR}_limb *)y;
   const uint t = (1u << log_n) >> d;
   const uint p = 1u << lgp;
   const uint j0 = group << log_c;
   const uint step = t >> lgp;
 
-  for (uint o = tid; o < size; o += threads) {
-    const uint c = o & (cols - 1);
-    const uint i = o >> log_c;
-    const uint j = j0 + c;
-    {FR} v = x[j + i * t];
-    const uint e = step * i * (j & (p - 1));
-    if (e != 0) v = {FR}_mul(v, {FR}_ntt_power(tw_lo, tw_hi, e, s));
-    {FR}_ntt_put(sh, plane, (c << d) + i, v);
+  // The tile's rows, word by word: each row's columns are adjacent, so a group's threads read
+  // whole runs of words (the twiddles are applied in the first stage).
+  const uint row_words = {FR}_LIMBS << log_c;
+  for (uint w = tid; w < row_words << d; w += threads) {
+    const uint i = w / row_words;
+    const uint in_row = w - i * row_words;
+    const uint c = in_row / {FR}_LIMBS;
+    const uint l = in_row - c * {FR}_LIMBS;
+    sh[l * plane + {FR}_ntt_pad((c << d) + i)] =
+        xw[(j0 + i * t) * {FR}_LIMBS + in_row];
   }
   BARRIER_LOCAL();
 
@@ -115,6 +137,9 @@ KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
         const uint c = gq >> (d - g);
         const uint at = {FR}_ntt_slot(gq & (per_col - 1), m, g, shift);
         u[m] = {FR}_ntt_get(sh, plane, (c << d) + at);
+        // The first stage applies the pass's twiddle w^(i k) (row i = at, column k).
+        const uint e = r0 == 0 ? step * at * ((j0 + c) & (p - 1)) : 0;
+        if (e != 0) u[m] = {FR}_mul(u[m], {FR}_ntt_power(tw_lo, tw_hi, e, s));
       }
     }
 #pragma unroll
@@ -151,18 +176,21 @@ KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
     BARRIER_LOCAL();
   }
 
-  for (uint o = tid; o < size; o += threads) {
-    uint c, f;
-    if (log_c <= lgp) {
-      c = o & (cols - 1);
-      f = o >> log_c;
-    } else {
-      c = (o & (p - 1)) | ((o >> (lgp + d)) << lgp);
-      f = (o >> lgp) & ((1u << d) - 1);
+  if (mode == PL_NTT_STORE) {
+    // Word by word, in runs of adjacent addresses.
+    for (uint w = tid; w < size * {FR}_LIMBS; w += threads) {
+      const uint o = w / {FR}_LIMBS;
+      const uint l = w - o * {FR}_LIMBS;
+      uint c, a, f;
+      {FR}_ntt_out(o, j0, log_c, d, lgp, &c, &f, &a);
+      yw[a * {FR}_LIMBS + l] =
+          sh[l * plane + {FR}_ntt_pad((c << d) + bitreverse(f, d))];
     }
-    const uint j = j0 + c;
-    const uint kk = j & (p - 1);
-    const uint a = ((j - kk) << d) + kk + (f << lgp);
+    return;
+  }
+  for (uint o = tid; o < size; o += threads) {
+    uint c, a, f;
+    {FR}_ntt_out(o, j0, log_c, d, lgp, &c, &f, &a);
     {FR} v = {FR}_ntt_get(sh, plane, (c << d) + bitreverse(f, d));
     if (mode == PL_NTT_SCALE || mode == PL_NTT_SCALE_CANONICAL) {
       v = {FR}_mul(v, {FR}_ntt_power(sc_lo, sc_hi, a, s));

@@ -22,9 +22,9 @@ use crate::device::{bytes_of, bytes_of_mut, Arg, Device, DeviceError, DeviceResu
 use crate::memory::{free_counted, DeviceBuffer};
 
 const FR: u64 = 32;
-/// The most points of one pass's column (2^10: a tile of 1024 elements is 33 KiB of local
-/// memory with its padding).
-const MAX_LOG_RADIX: u32 = 10;
+/// The largest tile a group transforms (2^10 elements: 33 KiB of local memory with its
+/// padding, under CUDA's 48 KiB without opting in).
+const MAX_LOG_TILE: u32 = 10;
 /// Elements a thread holds in registers during the rounds (`ntt.cl` is written for 8).
 const LOG_PER_THREAD: u32 = 3;
 
@@ -67,15 +67,18 @@ impl NttShape {
     /// The largest shape the device's local memory and group size allow (the default).
     pub fn for_device<D: Device>(gpu: &GpuDevice<D>) -> Self {
         let info = gpu.device.info();
-        let mut log_tile = MAX_LOG_RADIX;
+        let mut log_tile = MAX_LOG_TILE;
         while log_tile > LOG_PER_THREAD
             && (local_bytes(1 << log_tile) > info.local_memory_bytes
                 || (1usize << (log_tile - LOG_PER_THREAD)) > info.max_group_size)
         {
             log_tile -= 1;
         }
+        // At least four columns a tile (measured on the H200: 2^27 in four passes of 2^7 and
+        // 2^6 with 8-16 columns beats three of 2^9 with 2; 2^24 with one column a tile is 1.5x
+        // slower than with four).
         NttShape {
-            max_log_radix: log_tile,
+            max_log_radix: log_tile.saturating_sub(2).max(1),
             log_tile,
         }
     }
@@ -93,9 +96,10 @@ impl NttShape {
     }
 }
 
-/// Local memory of a tile of `elements`: one plane per limb, one word of padding per 32.
+/// Local memory of a tile of `elements`: one plane per limb, one word of padding per 32, the
+/// plane's length made odd.
 fn local_bytes(elements: u64) -> u64 {
-    (elements + elements / 32) * FR
+    ((elements + elements / 32) | 1) * FR
 }
 
 /// A table of `r^e` for `e < 2^log_n` in two levels split at `s`: `lo[i] = c r^i`,
