@@ -29,6 +29,15 @@
 #define PL_NTT_SUB_INTO 3
 #define PL_NTT_SCALE_CANONICAL 4
 
+// The low `d` bits of `f` reversed (1 <= d <= 10).
+DEVICE uint {FR}_ntt_reverse(uint f, uint d) {
+#ifdef CUDA
+  return __brev(f) >> (32 - d);
+#else
+  return bitreverse(f, d);
+#endif
+}
+
 // A plane index with one word of padding per 32.
 DEVICE uint {FR}_ntt_pad(uint i) {
   return i + (i >> 5);
@@ -83,16 +92,11 @@ DEVICE void {FR}_ntt_out(uint o, uint j0, uint log_c, uint d, uint lgp, uint *c,
 // `sc_lo`/`sc_hi`: the store's scale table (split at `s`), `z` the vector the store combines
 // with, `k` its constant. Groups of 2^(log_c + d - 3) threads (at least 1), N / 2^(log_c + d)
 // groups.
-KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
+DEVICE void {FR}_ntt_pass_body(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
                           GLOBAL {FR} *tw_hi, GLOBAL {FR} *inner, GLOBAL {FR} *sc_lo,
                           GLOBAL {FR} *sc_hi, GLOBAL {FR} *z, {FR} k,
-                          PL_SHARED {FR}_limb *sh_arg, uint log_n, uint lgp, uint d,
+                          PL_SHARED {FR}_limb *sh, uint log_n, uint lgp, uint d,
                           uint log_c, uint s, uint log_inner, uint mode) {
-#ifdef CUDA
-  {FR}_limb *sh = ({FR}_limb *)cuda_shared;
-#else
-  LOCAL {FR}_limb *sh = sh_arg;
-#endif
   uint tid;
   tid = GET_LOCAL_ID();
   uint threads;
@@ -101,25 +105,19 @@ KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
   group = GET_GROUP_ID();
   const uint cols = 1u << log_c;
   const uint size = cols << d;
-  // Odd, so that a word's limbs fall on distinct banks.
+  // Odd, so that an element's limbs fall on distinct banks.
   const uint plane = {FR}_ntt_pad(size) | 1;
-  GLOBAL {FR}_limb *xw = (GLOBAL {FR}_limb *)x;
-  GLOBAL {FR}_limb *yw = (GLOBAL {FR}_limb *)y;
   const uint t = (1u << log_n) >> d;
   const uint p = 1u << lgp;
   const uint j0 = group << log_c;
   const uint step = t >> lgp;
 
-  // The tile's rows, word by word: each row's columns are adjacent, so a group's threads read
-  // whole runs of words (the twiddles are applied in the first stage).
-  const uint row_words = {FR}_LIMBS << log_c;
-  for (uint w = tid; w < row_words << d; w += threads) {
-    const uint i = w / row_words;
-    const uint in_row = w - i * row_words;
-    const uint c = in_row / {FR}_LIMBS;
-    const uint l = in_row - c * {FR}_LIMBS;
-    sh[l * plane + {FR}_ntt_pad((c << d) + i)] =
-        xw[(j0 + i * t) * {FR}_LIMBS + in_row];
+  // The tile's rows: a row's columns are adjacent in memory (the pass's twiddles are applied
+  // in the first stage).
+  for (uint o = tid; o < size; o += threads) {
+    const uint c = o & (cols - 1);
+    const uint i = o >> log_c;
+    {FR}_ntt_put(sh, plane, (c << d) + i, x[j0 + c + i * t]);
   }
   BARRIER_LOCAL();
 
@@ -176,22 +174,10 @@ KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
     BARRIER_LOCAL();
   }
 
-  if (mode == PL_NTT_STORE) {
-    // Word by word, in runs of adjacent addresses.
-    for (uint w = tid; w < size * {FR}_LIMBS; w += threads) {
-      const uint o = w / {FR}_LIMBS;
-      const uint l = w - o * {FR}_LIMBS;
-      uint c, a, f;
-      {FR}_ntt_out(o, j0, log_c, d, lgp, &c, &f, &a);
-      yw[a * {FR}_LIMBS + l] =
-          sh[l * plane + {FR}_ntt_pad((c << d) + bitreverse(f, d))];
-    }
-    return;
-  }
   for (uint o = tid; o < size; o += threads) {
     uint c, a, f;
     {FR}_ntt_out(o, j0, log_c, d, lgp, &c, &f, &a);
-    {FR} v = {FR}_ntt_get(sh, plane, (c << d) + bitreverse(f, d));
+    {FR} v = {FR}_ntt_get(sh, plane, (c << d) + {FR}_ntt_reverse(f, d));
     if (mode == PL_NTT_SCALE || mode == PL_NTT_SCALE_CANONICAL) {
       v = {FR}_mul(v, {FR}_ntt_power(sc_lo, sc_hi, a, s));
       if (mode == PL_NTT_SCALE_CANONICAL) v = {FR}_unmont(v);
@@ -202,4 +188,31 @@ KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
     }
     y[a] = v;
   }
+}
+
+#ifdef CUDA
+#define PL_NTT_SH ({FR}_limb *)cuda_shared
+#define PL_NTT_BOUNDS(threads, groups) __launch_bounds__(threads, groups)
+#else
+#define PL_NTT_SH sh_arg
+#define PL_NTT_BOUNDS(threads, groups)
+#endif
+
+// The pass, its registers left to the compiler (118 a thread for sm_90: four groups of 128
+// threads an SM).
+KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo, GLOBAL {FR} *tw_hi,
+                          GLOBAL {FR} *inner, GLOBAL {FR} *sc_lo, GLOBAL {FR} *sc_hi,
+                          GLOBAL {FR} *z, {FR} k, PL_SHARED {FR}_limb *sh_arg, uint log_n,
+                          uint lgp, uint d, uint log_c, uint s, uint log_inner, uint mode) {
+  {FR}_ntt_pass_body(x, y, tw_lo, tw_hi, inner, sc_lo, sc_hi, z, k, PL_NTT_SH, log_n, lgp, d,
+                     log_c, s, log_inner, mode);
+}
+
+// The pass with groups of at most 128 threads and registers bounded for five groups an SM.
+KERNEL void PL_NTT_BOUNDS(128, 5) {FR}_ntt_pass_bounded(GLOBAL {FR} *x, GLOBAL {FR} *y,
+    GLOBAL {FR} *tw_lo, GLOBAL {FR} *tw_hi, GLOBAL {FR} *inner, GLOBAL {FR} *sc_lo,
+    GLOBAL {FR} *sc_hi, GLOBAL {FR} *z, {FR} k, PL_SHARED {FR}_limb *sh_arg, uint log_n,
+    uint lgp, uint d, uint log_c, uint s, uint log_inner, uint mode) {
+  {FR}_ntt_pass_body(x, y, tw_lo, tw_hi, inner, sc_lo, sc_hi, z, k, PL_NTT_SH, log_n, lgp, d,
+                     log_c, s, log_inner, mode);
 }

@@ -61,6 +61,9 @@ pub struct NttShape {
     pub max_log_radix: u32,
     /// log2 of a group's tile (columns times radix).
     pub log_tile: u32,
+    /// Whether the pass runs the kernel whose registers are bounded (more groups an SM, the
+    /// compiler keeping fewer values in registers; CUDA only, the same kernel elsewhere).
+    pub bounded: bool,
 }
 
 impl NttShape {
@@ -80,6 +83,7 @@ impl NttShape {
         NttShape {
             max_log_radix: log_tile.saturating_sub(2).max(1),
             log_tile,
+            bounded: false,
         }
     }
 
@@ -214,7 +218,9 @@ fn transform<D: Device>(
         let threads = (tile >> LOG_PER_THREAD).max(1) as usize;
         let groups = (1usize << (log_n - d)) >> log_c;
         let (mode, scale, into, k) = match (&finish, last) {
-            (Finish::Scale(p, canonical), true) => (1 + 3 * u32::from(*canonical), Some(*p), None, Scalar::ZERO),
+            (Finish::Scale(p, canonical), true) => {
+                (1 + 3 * u32::from(*canonical), Some(*p), None, Scalar::ZERO)
+            }
             (Finish::MulInto(z), true) => (2, None, Some(*z), Scalar::ZERO),
             (Finish::SubInto(z, k), true) => (3, None, Some(*z), *k),
             _ => (0, None, None, Scalar::ZERO),
@@ -222,8 +228,12 @@ fn transform<D: Device>(
         let scale = scale.unwrap_or(&t.roots);
         let out = into.unwrap_or(&*tmp);
         let z = into.unwrap_or(&t.inner);
+        let kernel = match t.shape.bounded {
+            true => &gpu.names.ntt_pass_bounded,
+            false => &gpu.names.ntt_pass,
+        };
         q.launch(
-            &gpu.names.ntt_pass,
+            kernel,
             groups,
             threads,
             &[
