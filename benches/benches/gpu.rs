@@ -10,8 +10,7 @@
 //! Sizes: `PROOFLINE_GPU_BENCH=full` takes the GPU machine's (NTT 2^20..2^27, H pipeline 2^24
 //! and 2^27, G1 2^16..2^24, G2 2^16..2^22); otherwise small ones. In test mode (`cargo test
 //! --benches`) only the smallest of each runs. `PROOFLINE_GPU_BENCH_NTT_SHAPES=10/10,8/9` benches
-//! the NTT cut in other pass shapes too (largest radix / tile, as logarithms, `/b` for the
-//! register-bounded kernel: `NttShape`). `PROOFLINE_GPU_BENCH_API=cuda` (or `opencl`) benches one API only. A missing
+//! the NTT cut in other pass shapes too (largest radix / tile, as logarithms: `NttShape`). `PROOFLINE_GPU_BENCH_API=cuda` (or `opencl`) benches one API only. A missing
 //! API is skipped with the reason printed (OpenCL fails instead under `CI=true`). Each MSM runs
 //! with both MSM kernels (`stock`: `{api}_msm_*`; `sorted`: `{api}_sorted_msm_*`), or the one
 //! `PROOFLINE_GPU_BENCH_MSM=stock|sorted` names.
@@ -106,14 +105,12 @@ fn ntt_shapes<D: Device>(gpu: &GpuDevice<D>) -> Vec<NttShape> {
         for item in v.split(',').filter(|i| !i.is_empty()) {
             let parse = |x: Option<&str>| x.and_then(|x| x.trim().parse::<u32>().ok());
             let mut it = item.split('/');
-            let (r, t, b) = (parse(it.next()), parse(it.next()), it.next());
-            match (r, t, b) {
-                (Some(max_log_radix), Some(log_tile), None | Some("b")) => shapes.push(NttShape {
+            match (parse(it.next()), parse(it.next()), it.next()) {
+                (Some(max_log_radix), Some(log_tile), None) => shapes.push(NttShape {
                     max_log_radix,
                     log_tile,
-                    bounded: b.is_some(),
                 }),
-                _ => panic!("PROOFLINE_GPU_BENCH_NTT_SHAPES: {item:?} is not RADIX/TILE[/b]"),
+                _ => panic!("PROOFLINE_GPU_BENCH_NTT_SHAPES: {item:?} is not RADIX/TILE"),
             }
         }
     }
@@ -134,12 +131,7 @@ fn bench_ntt<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>, sizes:
             let tables = NttTables::new(gpu, &mut q, k, d.omega, *shape).unwrap();
             let id = match i {
                 0 => format!("{k}"),
-                _ => format!(
-                    "{k}/r{}t{}{}",
-                    shape.max_log_radix,
-                    shape.log_tile,
-                    if shape.bounded { "b" } else { "" }
-                ),
+                _ => format!("{k}/r{}t{}", shape.max_log_radix, shape.log_tile),
             };
             g.bench_function(BenchmarkId::from_parameter(id), |b| {
                 b.iter(|| {

@@ -81,12 +81,10 @@ pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
         NttShape {
             max_log_radix: 3,
             log_tile: 5,
-            bounded: false,
         },
         NttShape {
             max_log_radix: 5,
             log_tile: 8,
-            bounded: true,
         },
     ];
     for log in sizes().ntt_logs {

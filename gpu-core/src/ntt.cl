@@ -29,15 +29,6 @@
 #define PL_NTT_SUB_INTO 3
 #define PL_NTT_SCALE_CANONICAL 4
 
-// The low `d` bits of `f` reversed (1 <= d <= 10).
-DEVICE uint {FR}_ntt_reverse(uint f, uint d) {
-#ifdef CUDA
-  return __brev(f) >> (32 - d);
-#else
-  return bitreverse(f, d);
-#endif
-}
-
 // A plane index with one word of padding per 32.
 DEVICE uint {FR}_ntt_pad(uint i) {
   return i + (i >> 5);
@@ -70,33 +61,21 @@ DEVICE uint {FR}_ntt_slot(uint q, uint m, uint g, uint shift) {
   return base + ((m & ((1u << g) - 1)) << shift);
 }
 
-// The `o`-th output of a tile (in the order of adjacent addresses): its column `c`, frequency
-// `f` and address `a` in the vector.
-DEVICE void {FR}_ntt_out(uint o, uint j0, uint log_c, uint d, uint lgp, uint *c, uint *f,
-                         uint *a) {
-  const uint p = 1u << lgp;
-  if (log_c <= lgp) {
-    *c = o & ((1u << log_c) - 1);
-    *f = o >> log_c;
-  } else {
-    *c = (o & (p - 1)) | ((o >> (lgp + d)) << lgp);
-    *f = (o >> lgp) & ((1u << d) - 1);
-  }
-  const uint j = j0 + *c;
-  const uint k = j & (p - 1);
-  *a = ((j - k) << d) + k + (*f << lgp);
-}
-
 // One pass: see above. `tw_lo`/`tw_hi`: omega's powers (two-level, split at `s`); `inner`:
 // the 2^(log_inner - 1) first powers of the 2^log_inner-th root omega^(N / 2^log_inner);
 // `sc_lo`/`sc_hi`: the store's scale table (split at `s`), `z` the vector the store combines
 // with, `k` its constant. Groups of 2^(log_c + d - 3) threads (at least 1), N / 2^(log_c + d)
 // groups.
-DEVICE void {FR}_ntt_pass_body(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
+KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
                           GLOBAL {FR} *tw_hi, GLOBAL {FR} *inner, GLOBAL {FR} *sc_lo,
                           GLOBAL {FR} *sc_hi, GLOBAL {FR} *z, {FR} k,
-                          PL_SHARED {FR}_limb *sh, uint log_n, uint lgp, uint d,
+                          PL_SHARED {FR}_limb *sh_arg, uint log_n, uint lgp, uint d,
                           uint log_c, uint s, uint log_inner, uint mode) {
+#ifdef CUDA
+  {FR}_limb *sh = ({FR}_limb *)cuda_shared;
+#else
+  LOCAL {FR}_limb *sh = sh_arg;
+#endif
   uint tid;
   tid = GET_LOCAL_ID();
   uint threads;
@@ -105,19 +84,20 @@ DEVICE void {FR}_ntt_pass_body(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_l
   group = GET_GROUP_ID();
   const uint cols = 1u << log_c;
   const uint size = cols << d;
-  // Odd, so that an element's limbs fall on distinct banks.
-  const uint plane = {FR}_ntt_pad(size) | 1;
+  const uint plane = {FR}_ntt_pad(size);
   const uint t = (1u << log_n) >> d;
   const uint p = 1u << lgp;
   const uint j0 = group << log_c;
   const uint step = t >> lgp;
 
-  // The tile's rows: a row's columns are adjacent in memory (the pass's twiddles are applied
-  // in the first stage).
   for (uint o = tid; o < size; o += threads) {
     const uint c = o & (cols - 1);
     const uint i = o >> log_c;
-    {FR}_ntt_put(sh, plane, (c << d) + i, x[j0 + c + i * t]);
+    const uint j = j0 + c;
+    {FR} v = x[j + i * t];
+    const uint e = step * i * (j & (p - 1));
+    if (e != 0) v = {FR}_mul(v, {FR}_ntt_power(tw_lo, tw_hi, e, s));
+    {FR}_ntt_put(sh, plane, (c << d) + i, v);
   }
   BARRIER_LOCAL();
 
@@ -135,9 +115,6 @@ DEVICE void {FR}_ntt_pass_body(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_l
         const uint c = gq >> (d - g);
         const uint at = {FR}_ntt_slot(gq & (per_col - 1), m, g, shift);
         u[m] = {FR}_ntt_get(sh, plane, (c << d) + at);
-        // The first stage applies the pass's twiddle w^(i k) (row i = at, column k).
-        const uint e = r0 == 0 ? step * at * ((j0 + c) & (p - 1)) : 0;
-        if (e != 0) u[m] = {FR}_mul(u[m], {FR}_ntt_power(tw_lo, tw_hi, e, s));
       }
     }
 #pragma unroll
@@ -175,9 +152,18 @@ DEVICE void {FR}_ntt_pass_body(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_l
   }
 
   for (uint o = tid; o < size; o += threads) {
-    uint c, a, f;
-    {FR}_ntt_out(o, j0, log_c, d, lgp, &c, &f, &a);
-    {FR} v = {FR}_ntt_get(sh, plane, (c << d) + {FR}_ntt_reverse(f, d));
+    uint c, f;
+    if (log_c <= lgp) {
+      c = o & (cols - 1);
+      f = o >> log_c;
+    } else {
+      c = (o & (p - 1)) | ((o >> (lgp + d)) << lgp);
+      f = (o >> lgp) & ((1u << d) - 1);
+    }
+    const uint j = j0 + c;
+    const uint kk = j & (p - 1);
+    const uint a = ((j - kk) << d) + kk + (f << lgp);
+    {FR} v = {FR}_ntt_get(sh, plane, (c << d) + bitreverse(f, d));
     if (mode == PL_NTT_SCALE || mode == PL_NTT_SCALE_CANONICAL) {
       v = {FR}_mul(v, {FR}_ntt_power(sc_lo, sc_hi, a, s));
       if (mode == PL_NTT_SCALE_CANONICAL) v = {FR}_unmont(v);
@@ -188,31 +174,4 @@ DEVICE void {FR}_ntt_pass_body(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_l
     }
     y[a] = v;
   }
-}
-
-#ifdef CUDA
-#define PL_NTT_SH ({FR}_limb *)cuda_shared
-#define PL_NTT_BOUNDS(threads, groups) __launch_bounds__(threads, groups)
-#else
-#define PL_NTT_SH sh_arg
-#define PL_NTT_BOUNDS(threads, groups)
-#endif
-
-// The pass, its registers left to the compiler (118 a thread for sm_90: four groups of 128
-// threads an SM).
-KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo, GLOBAL {FR} *tw_hi,
-                          GLOBAL {FR} *inner, GLOBAL {FR} *sc_lo, GLOBAL {FR} *sc_hi,
-                          GLOBAL {FR} *z, {FR} k, PL_SHARED {FR}_limb *sh_arg, uint log_n,
-                          uint lgp, uint d, uint log_c, uint s, uint log_inner, uint mode) {
-  {FR}_ntt_pass_body(x, y, tw_lo, tw_hi, inner, sc_lo, sc_hi, z, k, PL_NTT_SH, log_n, lgp, d,
-                     log_c, s, log_inner, mode);
-}
-
-// The pass with groups of at most 128 threads and registers bounded for five groups an SM.
-KERNEL void PL_NTT_BOUNDS(128, 5) {FR}_ntt_pass_bounded(GLOBAL {FR} *x, GLOBAL {FR} *y,
-    GLOBAL {FR} *tw_lo, GLOBAL {FR} *tw_hi, GLOBAL {FR} *inner, GLOBAL {FR} *sc_lo,
-    GLOBAL {FR} *sc_hi, GLOBAL {FR} *z, {FR} k, PL_SHARED {FR}_limb *sh_arg, uint log_n,
-    uint lgp, uint d, uint log_c, uint s, uint log_inner, uint mode) {
-  {FR}_ntt_pass_body(x, y, tw_lo, tw_hi, inner, sc_lo, sc_hi, z, k, PL_NTT_SH, log_n, lgp, d,
-                     log_c, s, log_inner, mode);
 }

@@ -61,9 +61,6 @@ pub struct NttShape {
     pub max_log_radix: u32,
     /// log2 of a group's tile (columns times radix).
     pub log_tile: u32,
-    /// Whether the pass runs the kernel whose registers are bounded (more groups an SM, the
-    /// compiler keeping fewer values in registers; CUDA only, the same kernel elsewhere).
-    pub bounded: bool,
 }
 
 impl NttShape {
@@ -83,7 +80,6 @@ impl NttShape {
         NttShape {
             max_log_radix: log_tile.saturating_sub(2).max(1),
             log_tile,
-            bounded: false,
         }
     }
 
@@ -100,10 +96,9 @@ impl NttShape {
     }
 }
 
-/// Local memory of a tile of `elements`: one plane per limb, one word of padding per 32, the
-/// plane's length made odd.
+/// Local memory of a tile of `elements`: one plane per limb, one word of padding per 32.
 fn local_bytes(elements: u64) -> u64 {
-    ((elements + elements / 32) | 1) * FR
+    (elements + elements / 32) * FR
 }
 
 /// A table of `r^e` for `e < 2^log_n` in two levels split at `s`: `lo[i] = c r^i`,
@@ -228,12 +223,8 @@ fn transform<D: Device>(
         let scale = scale.unwrap_or(&t.roots);
         let out = into.unwrap_or(&*tmp);
         let z = into.unwrap_or(&t.inner);
-        let kernel = match t.shape.bounded {
-            true => &gpu.names.ntt_pass_bounded,
-            false => &gpu.names.ntt_pass,
-        };
         q.launch(
-            kernel,
+            &gpu.names.ntt_pass,
             groups,
             threads,
             &[

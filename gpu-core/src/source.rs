@@ -38,8 +38,6 @@ pub struct KernelSource {
 pub struct KernelNames {
     /// One pass of proofline's NTT over Fr.
     pub ntt_pass: String,
-    /// The same pass with its registers bounded (CUDA: five groups of 128 an SM).
-    pub ntt_pass_bounded: String,
     /// `x[start..n] = 0`.
     pub fill_zero: String,
     /// `x *= y`.
@@ -199,10 +197,9 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 30] {
+    pub fn all(&self) -> [&str; 29] {
         [
             &self.ntt_pass,
-            &self.ntt_pass_bounded,
             &self.fill_zero,
             &self.mul_assign,
             &self.sub_scaled,
@@ -270,7 +267,6 @@ impl KernelSource {
         .join("\n\n");
         let names = KernelNames {
             ntt_pass: format!("{fr}_ntt_pass"),
-            ntt_pass_bounded: format!("{fr}_ntt_pass_bounded"),
             fill_zero: format!("{fr}_fill_zero"),
             mul_assign: format!("{fr}_mul_assign"),
             sub_scaled: format!("{fr}_sub_scaled"),
@@ -372,7 +368,7 @@ mod tests {
             let s = KernelSource::new(limbs);
             for k in s.names.all() {
                 // A kernel is defined as `void name(`, or with its register bounds between.
-                let defined = ["", " ", " PL_BOUNDS(64, 8)", " PL_NTT_BOUNDS(128, 5)"]
+                let defined = ["", " ", " PL_BOUNDS(64, 8)"]
                     .iter()
                     .any(|b| s.text.contains(&format!("void{b} {k}(")));
                 assert!(defined, "{k} missing");
