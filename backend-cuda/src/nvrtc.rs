@@ -163,9 +163,24 @@ mod tests {
         let s = nvrtc_source(&KernelSource::new(gpu_core::Limbs::L32));
         assert!(s.starts_with("#define __NVCC__ 1\n"));
         assert!(
-            !s.contains("LOCAL blstrs"),
-            "a kernel takes a shared-memory parameter (CUDA sizes it at launch)"
+            !s.lines().any(local_parameter),
+            "a kernel takes a `LOCAL` pointer parameter (CUDA sizes shared memory at launch)"
         );
+        // Negative twin: ec-gpu-gen's FFT parameter (what `PL_SHARED` replaced) is caught; a
+        // local pointer assigned in OpenCL's branch is not a parameter.
+        assert!(local_parameter("  LOCAL Fr* u_arg, // x"));
+        assert!(local_parameter("f(LOCAL Fr *u)"));
+        assert!(!local_parameter("  LOCAL Fr_limb *sh = sh_arg;"));
+        assert!(!local_parameter("extern LOCAL uchar cuda_shared[];"));
         assert!(!s.contains("_jacobian){"), "a compound literal is left");
+    }
+
+    /// Whether a `LOCAL ` declaration on `line` ends at `,` or `)`: a parameter.
+    fn local_parameter(line: &str) -> bool {
+        line.match_indices("LOCAL ").any(|(i, _)| {
+            let rest = &line[i..];
+            rest.find([',', ')', '=', ';'])
+                .is_some_and(|j| matches!(rest.as_bytes()[j], b',' | b')'))
+        })
     }
 }
