@@ -27,6 +27,12 @@ const FR: u64 = 32;
 const MAX_LOG_TILE: u32 = 10;
 /// Elements a thread holds in registers during the rounds (`ntt.cl` is written for 8).
 const LOG_PER_THREAD: u32 = 3;
+/// The last pass's store modes, as `ntt.cl` numbers them (`PL_NTT_*`; a test checks).
+const MODE_STORE: u32 = 0;
+const MODE_SCALE: u32 = 1;
+const MODE_MUL_INTO: u32 = 2;
+const MODE_SUB_INTO: u32 = 3;
+const MODE_SCALE_CANONICAL: u32 = 4;
 
 /// How the H pipeline uses the device's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,10 +90,11 @@ impl NttShape {
     }
 
     /// The radices of a transform of 2^log_n points: as few passes as the largest radix allows,
-    /// as even as they can be.
+    /// as even as they can be. One point takes one pass of radix 1 (a copy), so that the last
+    /// pass's finishing step runs at every size.
     pub fn radices(&self, log_n: u32) -> Vec<u32> {
         if log_n == 0 {
-            return Vec::new();
+            return vec![0];
         }
         let passes = log_n.div_ceil(self.max_log_radix.max(1));
         (0..passes)
@@ -213,12 +220,11 @@ fn transform<D: Device>(
         let threads = (tile >> LOG_PER_THREAD).max(1) as usize;
         let groups = (1usize << (log_n - d)) >> log_c;
         let (mode, scale, into, k) = match (&finish, last) {
-            (Finish::Scale(p, canonical), true) => {
-                (1 + 3 * u32::from(*canonical), Some(*p), None, Scalar::ZERO)
-            }
-            (Finish::MulInto(z), true) => (2, None, Some(*z), Scalar::ZERO),
-            (Finish::SubInto(z, k), true) => (3, None, Some(*z), *k),
-            _ => (0, None, None, Scalar::ZERO),
+            (Finish::Scale(p, false), true) => (MODE_SCALE, Some(*p), None, Scalar::ZERO),
+            (Finish::Scale(p, true), true) => (MODE_SCALE_CANONICAL, Some(*p), None, Scalar::ZERO),
+            (Finish::MulInto(z), true) => (MODE_MUL_INTO, None, Some(*z), Scalar::ZERO),
+            (Finish::SubInto(z, k), true) => (MODE_SUB_INTO, None, Some(*z), *k),
+            _ => (MODE_STORE, None, None, Scalar::ZERO),
         };
         let scale = scale.unwrap_or(&t.roots);
         let out = into.unwrap_or(&*tmp);
@@ -500,4 +506,53 @@ pub fn quotient<D: Device>(
     p.coefficients(gpu, q, &mut x, &mut tmp)?;
     free_counted(ledger, BackendBuffer::DeviceAbc, [tmp]);
     Ok(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn radices_cover_the_size_in_few_even_passes() {
+        for max_log_radix in 1..=10 {
+            let shape = NttShape {
+                max_log_radix,
+                log_tile: 10,
+            };
+            for log_n in 1..=31 {
+                let r = shape.radices(log_n);
+                assert_eq!(r.iter().sum::<u32>(), log_n, "{shape:?} 2^{log_n}");
+                assert_eq!(r.len() as u32, log_n.div_ceil(max_log_radix));
+                assert!(r.iter().all(|&d| d >= 1 && d <= max_log_radix));
+                assert!(r.iter().max().unwrap() - r.iter().min().unwrap() <= 1);
+            }
+            // One point: one copying pass, so that a finishing step still runs.
+            assert_eq!(shape.radices(0), vec![0]);
+        }
+        // Negative twin: 2^24 in radix 2^8 is three passes, not two of 12.
+        let r = NttShape {
+            max_log_radix: 8,
+            log_tile: 10,
+        }
+        .radices(24);
+        assert_eq!(r, vec![8, 8, 8]);
+        assert_ne!(r.len(), 2);
+    }
+
+    #[test]
+    fn store_modes_match_the_kernel() {
+        let source = include_str!("ntt.cl");
+        for (name, mode) in [
+            ("PL_NTT_STORE", MODE_STORE),
+            ("PL_NTT_SCALE", MODE_SCALE),
+            ("PL_NTT_MUL_INTO", MODE_MUL_INTO),
+            ("PL_NTT_SUB_INTO", MODE_SUB_INTO),
+            ("PL_NTT_SCALE_CANONICAL", MODE_SCALE_CANONICAL),
+        ] {
+            let line = format!("#define {name} {mode}\n");
+            assert!(source.contains(&line), "{line:?} not in ntt.cl");
+        }
+        // Negative twin: a wrong number is not found.
+        assert!(!source.contains("#define PL_NTT_SCALE 2\n"));
+    }
 }
