@@ -12,7 +12,9 @@ use ff::{Field, PrimeField};
 use gpu_core::classify::{DeviceScan, DeviceWitness};
 use gpu_core::device::{bytes_of_mut, Device};
 use gpu_core::msm::{query_msm, scanned_msm, Bases, MsmKernel, Scan};
-use gpu_core::ntt::{ntt, ntt_with, quotient, NttMode, NttShape, NttTables};
+use gpu_core::ntt::{
+    ntt, ntt_with, quotient, table_bytes_bound, HPipeline, NttMode, NttShape, NttTables,
+};
 pub use gpu_core::Faults;
 use gpu_core::{GpuDevice, Queue};
 use group::prime::PrimeCurveAffine;
@@ -120,6 +122,13 @@ pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
             random_scalars(len, &mut rng),
         );
         let want = cpu_quotient(a.clone(), bb.clone(), c.clone(), &d);
+        // The memory mode's choice leaves room for the pipeline's tables.
+        let tables = HPipeline::new(gpu, &mut q, &d).unwrap().bytes();
+        assert!(
+            tables <= table_bytes_bound(log),
+            "2^{log}: {tables} B of tables"
+        );
+        assert!(tables > 0);
         for mode in [NttMode::Resident, NttMode::Split] {
             let ledger = StageLedger::new();
             let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
@@ -529,7 +538,8 @@ pub fn check_engine_fallback(backend: Arc<dyn GpuBackend>) -> EngineStats {
     stats
 }
 
-/// Device bytes the ledger does not count: the NTT's twiddle tables (a few KiB per NTT).
+/// A margin for device bytes the ledger does not count (the H pipeline's tables are counted as
+/// scratch; small per-launch tables may not be).
 const UNLEDGERED: u64 = 64 << 10;
 
 /// The ledger's device peak against what the backend allocated (one worker, no errors mid-run:

@@ -47,8 +47,8 @@ impl NttMode {
     /// The mode that fits in `available` device bytes for a domain of `n`, if any.
     pub fn choose(n: usize, available: u64) -> Option<Self> {
         let v = n as u64 * FR;
-        // The tables (about 2 sqrt(n) elements each, four of them) beside the vectors.
-        let slack = (1 << 20) + 8 * FR * (n as f64).sqrt() as u64;
+        // The pipeline's tables beside the vectors.
+        let slack = table_bytes_bound(n.max(1).ilog2());
         if available >= 3 * v + slack {
             Some(NttMode::Resident)
         } else if available >= 2 * v + slack {
@@ -57,6 +57,14 @@ impl NttMode {
             None
         }
     }
+}
+
+/// At least the device bytes of an [`HPipeline`]'s tables for a domain of 2^log_n: four
+/// two-level power tables and two tables of inner roots (at most 2^(MAX_LOG_TILE - 1) each).
+pub fn table_bytes_bound(log_n: u32) -> u64 {
+    let s = split(log_n);
+    let powers = (1u64 << s) + (1u64 << (log_n - s));
+    (4 * powers + 2 * (1u64 << (MAX_LOG_TILE - 1))) * FR
 }
 
 /// How a transform's passes are cut: the most points a column of one pass holds and the
@@ -343,6 +351,19 @@ impl<D: Device> HPipeline<D> {
         })
     }
 
+    /// The device bytes of its tables.
+    pub fn bytes(&self) -> u64 {
+        [&self.forward, &self.inverse]
+            .iter()
+            .map(|t| t.roots.lo.bytes() + t.roots.hi.bytes() + t.inner.bytes())
+            .chain(
+                [&self.to_coset, &self.from_coset]
+                    .iter()
+                    .map(|p| p.lo.bytes() + p.hi.bytes()),
+            )
+            .sum()
+    }
+
     /// `x` from evaluations over the domain to evaluations over the coset `g H`, the last
     /// pass doing `finish`.
     fn to_coset(
@@ -465,6 +486,8 @@ pub fn quotient<D: Device>(
         return Err(DeviceError::new("H", "the domain is larger than 2^31"));
     }
     let p = HPipeline::new(gpu, q, domain)?;
+    let tables = p.bytes();
+    ledger.register(BackendBuffer::DeviceScratch, tables);
     let v = n as u64 * FR;
     let mut x = gpu.scratch(q, v, "H vector")?;
     ledger.register(BackendBuffer::DeviceAbc, v);
@@ -505,6 +528,8 @@ pub fn quotient<D: Device>(
     };
     p.coefficients(gpu, q, &mut x, &mut tmp)?;
     free_counted(ledger, BackendBuffer::DeviceAbc, [tmp]);
+    ledger.release_one(BackendBuffer::DeviceScratch, tables);
+    drop(p);
     Ok(x)
 }
 
