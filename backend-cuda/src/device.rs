@@ -16,6 +16,8 @@ use cudarc::driver::result as cu;
 use cudarc::driver::sys::{CUdevice_attribute, CUdeviceptr, CUevent, CUevent_flags};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use gpu_core::device::{Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
+use gpu_core::trace::{QueueSpan, Recorder};
+use prover_core::SpanKind;
 
 fn err(during: impl Into<String>) -> impl FnOnce(cu::DriverError) -> DeviceError {
     let during = during.into();
@@ -29,6 +31,41 @@ pub struct CudaDevice {
     info: DeviceInfo,
     /// Whether the device has the stream-ordered allocator.
     pools: bool,
+    /// The device clock's zero for traces: an event recorded when the device was opened.
+    epoch: Arc<Event>,
+}
+
+/// A CUDA event that may cross threads (events are driver handles, usable from any thread of
+/// the context), destroyed when dropped.
+struct Event(CUevent);
+
+// SAFETY: an event handle is not tied to a thread; every use binds the context first.
+unsafe impl Send for Event {}
+// SAFETY: after it is recorded (in `open`) the epoch is only read (`cuEventElapsedTime`).
+unsafe impl Sync for Event {}
+
+impl Event {
+    /// A timing event in the current context.
+    fn new() -> DeviceResult<Self> {
+        cu::event::create(CUevent_flags::CU_EVENT_DEFAULT)
+            .map(Event)
+            .map_err(err("creating an event"))
+    }
+
+    /// Milliseconds from `self` to `later` (both recorded and complete).
+    fn ms_to(&self, later: &Event) -> DeviceResult<f64> {
+        // SAFETY: two live timing events of this context, both complete (the caller waited).
+        unsafe { cu::event::elapsed(self.0, later.0) }
+            .map(f64::from)
+            .map_err(err("timing an event"))
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: destroyed once; a pending event's resources are released when it completes.
+        let _ = unsafe { cu::event::destroy(self.0) };
+    }
 }
 
 /// Bytes of each half of a queue's pinned staging buffer.
@@ -60,11 +97,24 @@ impl CudaDevice {
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
             .map_err(err("reading a device attribute"))?
             != 0;
+        let epoch = {
+            ctx.bind_to_thread().map_err(err("binding the context"))?;
+            let stream = ctx.new_stream().map_err(err("creating a stream"))?;
+            let e = Event::new()?;
+            // SAFETY: a live event recorded on a live stream of its context, then waited for.
+            unsafe { cu::event::record(e.0, stream.cu_stream()) }
+                .map_err(err("recording an event"))?;
+            stream
+                .synchronize()
+                .map_err(err("waiting for the stream"))?;
+            Arc::new(e)
+        };
         Ok(CudaDevice {
             ctx,
             module,
             info,
             pools,
+            epoch,
         })
     }
 
@@ -176,6 +226,9 @@ impl Device for CudaDevice {
             module: self.module.clone(),
             functions: HashMap::new(),
             staging,
+            epoch: self.epoch.clone(),
+            trace: Recorder::default(),
+            spare: Vec::new(),
         })
     }
 
@@ -192,6 +245,45 @@ pub struct CudaQueue {
     module: Arc<CudaModule>,
     functions: HashMap<String, CudaFunction>,
     staging: Staging,
+    /// The device's trace epoch.
+    epoch: Arc<Event>,
+    /// While tracing: each copy's and kernel's start and end events.
+    trace: Recorder<(Event, Event)>,
+    /// Timed events to reuse.
+    spare: Vec<Event>,
+}
+
+impl CudaQueue {
+    /// A timing event recorded on the stream now, when tracing.
+    fn mark(&mut self) -> DeviceResult<Option<Event>> {
+        if !self.trace.on() {
+            return Ok(None);
+        }
+        let e = match self.spare.pop() {
+            Some(e) => e,
+            None => Event::new()?,
+        };
+        // SAFETY: a live timing event recorded on the queue's live stream.
+        unsafe { cu::event::record(e.0, self.stream.cu_stream()) }
+            .map_err(err("recording an event"))?;
+        Ok(Some(e))
+    }
+
+    /// Records the span from `start` (a [`CudaQueue::mark`]) to now.
+    fn span(
+        &mut self,
+        start: Option<Event>,
+        kind: SpanKind,
+        name: &str,
+        bytes: usize,
+    ) -> DeviceResult<()> {
+        if let Some(start) = start {
+            if let Some(end) = self.mark()? {
+                self.trace.push(kind, name, bytes as u64, (start, end));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A pinned host buffer of two halves of [`STAGING_HALF`] bytes, with an event per half marking
@@ -309,6 +401,7 @@ impl Queue for CudaQueue {
             .bind_to_thread()
             .map_err(err("binding the context"))?;
         let to = dst.ptr + offset as u64;
+        let start = self.mark()?;
         if src.len() >= STAGED_MIN {
             self.staging.write(&self.stream, to, src)?;
         } else {
@@ -320,6 +413,7 @@ impl Queue for CudaQueue {
                     .map_err(err(format!("copying {} bytes to the device", src.len())))?;
             }
         }
+        self.span(start, SpanKind::CopyIn, "copy", src.len())?;
         self.stream.synchronize().map_err(err("waiting for a copy"))
     }
 
@@ -327,11 +421,13 @@ impl Queue for CudaQueue {
         self.ctx
             .bind_to_thread()
             .map_err(err("binding the context"))?;
+        let start = self.mark()?;
         // SAFETY: as above, and `dst` is written before returning.
         unsafe {
             cu::memcpy_dtoh_async(dst, src.ptr + offset as u64, self.stream.cu_stream())
                 .map_err(err(format!("copying {} bytes from the device", dst.len())))?;
         }
+        self.span(start, SpanKind::CopyOut, "copy", dst.len())?;
         self.stream.synchronize().map_err(err("waiting for a copy"))
     }
 
@@ -352,7 +448,6 @@ impl Queue for CudaQueue {
                 .map_err(err(format!("finding kernel {kernel}")))?;
             self.functions.insert(kernel.to_string(), f);
         }
-        let f = &self.functions[kernel];
         // Local memory is CUDA's dynamic shared memory: sized at launch, the parameter gets a
         // null pointer (the kernel uses `cuda_shared`).
         let mut shared = 0u32;
@@ -378,6 +473,8 @@ impl Queue for CudaQueue {
             .collect();
         let grid = u32::try_from(groups)
             .map_err(|_| DeviceError::new(format!("launching {kernel}"), "too many groups"))?;
+        let start = self.mark()?;
+        let f = &self.functions[kernel];
         // SAFETY: the parameters match the kernel's in order, type and size (gpu-core's host
         // logic is written against the source it generates); `values` outlives the call.
         unsafe {
@@ -392,7 +489,8 @@ impl Queue for CudaQueue {
         }
         .map_err(err(format!(
             "launching {kernel} ({groups} groups of {group_size})"
-        )))
+        )))?;
+        self.span(start, SpanKind::Kernel, kernel, 0)
     }
 
     fn synchronize(&mut self) -> DeviceResult<()> {
@@ -403,5 +501,45 @@ impl Queue for CudaQueue {
 
     fn staging_bytes(&self) -> u64 {
         2 * STAGING_HALF as u64
+    }
+
+    fn set_trace(&mut self, on: bool) -> DeviceResult<bool> {
+        self.trace.set(on);
+        Ok(true)
+    }
+
+    fn trace_label(&mut self, label: &str) {
+        self.trace.label(label);
+    }
+
+    fn take_spans(&mut self) -> DeviceResult<Vec<QueueSpan>> {
+        let pending = self.trace.drain();
+        if pending.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(err("binding the context"))?;
+        self.synchronize()?;
+        // Event times are f32 milliseconds: each span is timed from the batch's first event
+        // (short intervals, microseconds exact) and that event once from the device's epoch.
+        let anchor_ms = self.epoch.ms_to(&pending[0].handle.0)?;
+        let mut spans = Vec::with_capacity(pending.len());
+        let mut anchor: Option<Event> = None;
+        for p in pending {
+            let (start, end) = {
+                let a = anchor.as_ref().unwrap_or(&p.handle.0);
+                (a.ms_to(&p.handle.0)?, a.ms_to(&p.handle.1)?)
+            };
+            let (span, (s, e)) = p.timed((anchor_ms + start) / 1000.0, (anchor_ms + end) / 1000.0);
+            spans.push(span);
+            match anchor {
+                None => anchor = Some(s),
+                Some(_) => self.spare.push(s),
+            }
+            self.spare.push(e);
+        }
+        self.spare.extend(anchor);
+        Ok(spans)
     }
 }

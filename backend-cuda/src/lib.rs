@@ -21,6 +21,9 @@ pub struct CudaOptions {
     pub mem_limit: Option<u64>,
     /// Injected faults (test hook; also read from `PROOFLINE_GPU_FAIL_CALLS`).
     pub faults: Option<Faults>,
+    /// Trace every copy and kernel on the device's clock (`--device-trace`; also turned on by
+    /// `PROOFLINE_GPU_TRACE=1`).
+    pub trace: bool,
 }
 
 /// Whether the CUDA driver library (`libcuda.so`) can be opened here.
@@ -57,12 +60,11 @@ pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
             CudaDevice::open(ordinal, cubin, cached, nvrtc).map_err(|e| fail(e.to_string()))?,
         );
     }
-    Ok(GpuAccelerator::new(
-        "cuda",
-        devices,
-        &source.names,
-        GpuOptions::from_env(options.mem_limit, options.faults)?,
-    ))
+    Ok(GpuAccelerator::new("cuda", devices, &source.names, {
+        let mut gpu = GpuOptions::from_env(options.mem_limit, options.faults)?;
+        gpu.trace |= options.trace;
+        gpu
+    }))
 }
 
 /// For tests: the backend, or `None` with the reason printed when there is no CUDA device here

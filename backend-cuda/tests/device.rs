@@ -5,7 +5,10 @@
 
 use backend_cuda::{open_or_skip, CudaOptions};
 
-proofline_conformance::device_backend_tests!(|mem_limit, faults| open_or_skip(CudaOptions {
-    mem_limit,
-    faults: Some(faults),
-}));
+proofline_conformance::device_backend_tests!(|mem_limit, faults, trace| open_or_skip(
+    CudaOptions {
+        mem_limit,
+        faults: Some(faults),
+        trace,
+    }
+));

@@ -4,18 +4,21 @@
 
 use std::collections::HashMap;
 use std::ptr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use gpu_core::device::{Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
+use gpu_core::trace::{QueueSpan, Recorder};
 use gpu_core::KernelSource;
 use opencl3::command_queue::{
     enqueue_read_buffer, enqueue_write_buffer, CommandQueue, CL_QUEUE_PROFILING_ENABLE,
 };
 use opencl3::context::Context;
+use opencl3::event::Event;
 use opencl3::kernel::{ExecuteKernel, Kernel};
 use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
 use opencl3::program::Program;
 use opencl3::types::CL_BLOCKING;
+use prover_core::SpanKind;
 
 use crate::select::Found;
 use gpu_core::cache;
@@ -25,6 +28,8 @@ pub struct OpenClDevice {
     context: Context,
     program: Arc<Program>,
     info: DeviceInfo,
+    /// The device clock's zero for traces: the first traced span's start, in nanoseconds.
+    epoch: Arc<OnceLock<u64>>,
 }
 
 fn err(during: impl Into<String>) -> impl FnOnce(opencl3::error_codes::ClError) -> DeviceError {
@@ -81,6 +86,7 @@ impl OpenClDevice {
             context,
             program: Arc::new(program),
             info,
+            epoch: Arc::new(OnceLock::new()),
         })
     }
 }
@@ -128,14 +134,17 @@ impl Device for OpenClDevice {
     }
 
     fn queue(&self) -> DeviceResult<OpenClQueue> {
+        // Profiling on, so that tracing can read each command's times; nothing is read while
+        // tracing is off.
         #[allow(deprecated)]
-        let queue = CommandQueue::create_default(&self.context, 0)
+        let queue = CommandQueue::create_default(&self.context, CL_QUEUE_PROFILING_ENABLE)
             .map_err(err(format!("creating a queue on {}", self.info.name)))?;
-        let _ = CL_QUEUE_PROFILING_ENABLE;
         Ok(OpenClQueue {
             queue,
             program: self.program.clone(),
             kernels: HashMap::new(),
+            epoch: self.epoch.clone(),
+            trace: Recorder::default(),
         })
     }
 }
@@ -145,6 +154,18 @@ pub struct OpenClQueue {
     queue: CommandQueue,
     program: Arc<Program>,
     kernels: HashMap<String, Kernel>,
+    epoch: Arc<OnceLock<u64>>,
+    /// While tracing: each copy's and kernel's event.
+    trace: Recorder<Event>,
+}
+
+impl OpenClQueue {
+    /// Keeps `event` as a span when tracing (else releases it).
+    fn keep(&mut self, event: Event, kind: SpanKind, name: &str, bytes: usize) {
+        if self.trace.on() {
+            self.trace.push(kind, name, bytes as u64, event);
+        }
+    }
 }
 
 impl Queue for OpenClQueue {
@@ -152,8 +173,8 @@ impl Queue for OpenClQueue {
 
     fn write(&mut self, dst: &ClBuffer, offset: usize, src: &[u8]) -> DeviceResult<()> {
         // SAFETY: a blocking write of `src.len()` bytes from a live slice; OpenCL checks the
-        // range against the buffer's size.
-        unsafe {
+        // range against the buffer's size. The event is released by its wrapper.
+        let event = unsafe {
             enqueue_write_buffer(
                 self.queue.get(),
                 dst.0.get(),
@@ -165,13 +186,14 @@ impl Queue for OpenClQueue {
                 ptr::null(),
             )
         }
-        .map(|_| ())
-        .map_err(raw_err(format!("writing {} bytes", src.len())))
+        .map_err(raw_err(format!("writing {} bytes", src.len())))?;
+        self.keep(Event::new(event), SpanKind::CopyIn, "copy", src.len());
+        Ok(())
     }
 
     fn read(&mut self, src: &ClBuffer, offset: usize, dst: &mut [u8]) -> DeviceResult<()> {
         // SAFETY: a blocking read into a live mutable slice of the given length.
-        unsafe {
+        let event = unsafe {
             enqueue_read_buffer(
                 self.queue.get(),
                 src.0.get(),
@@ -183,8 +205,9 @@ impl Queue for OpenClQueue {
                 ptr::null(),
             )
         }
-        .map(|_| ())
-        .map_err(raw_err(format!("reading {} bytes", dst.len())))
+        .map_err(raw_err(format!("reading {} bytes", dst.len())))?;
+        self.keep(Event::new(event), SpanKind::CopyOut, "copy", dst.len());
+        Ok(())
     }
 
     fn launch(
@@ -203,7 +226,7 @@ impl Queue for OpenClQueue {
         let mut exec = ExecuteKernel::new(k);
         // SAFETY: the arguments match the kernel's parameters in order, type and size (the
         // host logic in gpu-core is written against the kernel source it generates).
-        unsafe {
+        let event = unsafe {
             for a in args {
                 match a {
                     Arg::Buffer(b) => exec.set_arg(&b.0.get()),
@@ -216,13 +239,43 @@ impl Queue for OpenClQueue {
                 .set_local_work_size(group_size)
                 .enqueue_nd_range(&self.queue)
         }
-        .map(|_| ())
         .map_err(err(format!(
             "launching {kernel} ({groups} groups of {group_size})"
-        )))
+        )))?;
+        self.keep(event, SpanKind::Kernel, kernel, 0);
+        Ok(())
     }
 
     fn synchronize(&mut self) -> DeviceResult<()> {
         self.queue.finish().map_err(err("waiting for the queue"))
+    }
+
+    fn set_trace(&mut self, on: bool) -> DeviceResult<bool> {
+        self.trace.set(on);
+        Ok(true)
+    }
+
+    fn trace_label(&mut self, label: &str) {
+        self.trace.label(label);
+    }
+
+    fn take_spans(&mut self) -> DeviceResult<Vec<QueueSpan>> {
+        let pending = self.trace.drain();
+        if pending.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.synchronize()?;
+        let mut spans = Vec::with_capacity(pending.len());
+        for p in pending {
+            let ns = |r: Result<u64, opencl3::error_codes::ClError>| {
+                r.map_err(err("reading a command's profiling times"))
+            };
+            let start = ns(p.handle.profiling_command_start())?;
+            let end = ns(p.handle.profiling_command_end())?;
+            let epoch = *self.epoch.get_or_init(|| start);
+            let secs = |t: u64| (i128::from(t) - i128::from(epoch)) as f64 / 1e9;
+            spans.push(p.timed(secs(start), secs(end)).0);
+        }
+        Ok(spans)
     }
 }

@@ -28,6 +28,9 @@ pub struct OpenClOptions {
     pub mem_limit: Option<u64>,
     /// Injected faults (test hook; also read from `PROOFLINE_GPU_FAIL_CALLS`).
     pub faults: Option<Faults>,
+    /// Trace every copy and kernel on the device's clock (`--device-trace`; also turned on by
+    /// `PROOFLINE_GPU_TRACE=1`).
+    pub trace: bool,
 }
 
 /// Opens the selected devices and builds (or loads) their programs. Errors say what was
@@ -47,12 +50,11 @@ pub fn open(options: OpenClOptions) -> prover_core::Result<OpenClBackend> {
         .iter()
         .map(|f| OpenClDevice::open(f, &source).map_err(|e| backend_err(e.to_string())))
         .collect::<prover_core::Result<Vec<_>>>()?;
-    Ok(GpuAccelerator::new(
-        "opencl",
-        devices,
-        &source.names,
-        GpuOptions::from_env(options.mem_limit, options.faults)?,
-    ))
+    Ok(GpuAccelerator::new("opencl", devices, &source.names, {
+        let mut gpu = GpuOptions::from_env(options.mem_limit, options.faults)?;
+        gpu.trace |= options.trace;
+        gpu
+    }))
 }
 
 /// Whether this run is CI's (`CI=true` or `CI=1`).

@@ -5,8 +5,11 @@
 
 use backend_opencl::{open_or_skip, OpenClOptions};
 
-proofline_conformance::device_backend_tests!(|mem_limit, faults| open_or_skip(OpenClOptions {
-    mem_limit,
-    faults: Some(faults),
-    ..OpenClOptions::default()
-}));
+proofline_conformance::device_backend_tests!(|mem_limit, faults, trace| open_or_skip(
+    OpenClOptions {
+        mem_limit,
+        faults: Some(faults),
+        trace,
+        ..OpenClOptions::default()
+    }
+));

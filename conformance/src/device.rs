@@ -538,6 +538,64 @@ pub fn check_engine_fallback(backend: Arc<dyn GpuBackend>) -> EngineStats {
     stats
 }
 
+/// A traced engine run (`stats` from [`check_engine_fallback`]): every partition the device
+/// proved has spans, of copies in, kernels and copies out, labelled with the accelerator's
+/// steps; each lane (device worker, an in-order queue) runs one span at a time; copies carry
+/// their bytes; the summary's busy time fits its window.
+pub fn check_trace(backend: &dyn GpuBackend, stats: &EngineStats) {
+    use prover_core::SpanKind;
+    let spans = backend.device_trace();
+    let proved: u64 = stats.devices.iter().map(|d| d.partitions).sum();
+    assert!(proved > 0, "{stats:?}");
+    let mut partitions: Vec<u64> = spans.iter().map(|s| s.partition).collect();
+    partitions.sort_unstable();
+    partitions.dedup();
+    assert_eq!(
+        partitions,
+        (0..proved).collect::<Vec<_>>(),
+        "partitions traced"
+    );
+    for kind in SpanKind::ALL {
+        assert!(spans.iter().any(|s| s.kind == kind), "no {kind} span");
+    }
+    for step in ["h_ntt", "msm_h", "msm_l", "msm_a", "msm_b_g1", "msm_b_g2"] {
+        assert!(
+            spans
+                .iter()
+                .any(|s| s.step == step && s.kind == SpanKind::Kernel),
+            "no kernel of step {step}"
+        );
+    }
+    for s in &spans {
+        assert!(s.end >= s.start && s.start.is_finite(), "{s:?}");
+        match s.kind {
+            SpanKind::Kernel => assert!(s.bytes == 0 && s.name != "copy" && !s.name.is_empty()),
+            _ => assert!(s.bytes > 0 && s.name == "copy", "{s:?}"),
+        }
+    }
+    let mut lanes: std::collections::BTreeMap<(usize, usize), Vec<&prover_core::DeviceSpan>> =
+        Default::default();
+    for s in &spans {
+        lanes.entry((s.device, s.worker)).or_default().push(s);
+    }
+    for (lane, mut v) in lanes {
+        v.sort_by(|a, b| a.start.total_cmp(&b.start));
+        for w in v.windows(2) {
+            // One microsecond of slack for the clocks' rounding.
+            assert!(
+                w[1].start + 1e-6 >= w[0].end,
+                "lane {lane:?}: {:?} starts before {:?} ends",
+                w[1],
+                w[0]
+            );
+        }
+    }
+    for d in prover_core::trace::summarize(&spans) {
+        assert!(d.busy > 0.0 && d.busy <= d.window + 1e-9, "{d:?}");
+        assert_eq!(d.partitions as u64, proved);
+    }
+}
+
 /// A margin for device bytes the ledger does not count (the H pipeline's tables are counted as
 /// scratch; small per-launch tables may not be).
 const UNLEDGERED: u64 = 64 << 10;
@@ -642,8 +700,8 @@ pub fn check_generator(m: &dyn Multiplier) {
 /// (every base is streamed in chunks), big enough for a G2 bucket set.
 pub const TIGHT: u64 = 320 << 10;
 
-/// Expands to the whole device suite of a backend on gpu-core: `$open(limit, faults)` returns
-/// the backend (`Option`: `None` skips, as the backend's `open_or_skip` decides). The
+/// Expands to the whole device suite of a backend on gpu-core: `$open(limit, faults, trace)`
+/// returns the backend (`Option`: `None` skips, as the backend's `open_or_skip` decides). The
 /// conformance checks run with the device's memory and under [`TIGHT`]; the stage checks
 /// compare the NTT, the H pipeline and the MSMs with the CPU; the fault checks make calls 0 and
 /// 2 fail and see the fallback prove them, and see nothing fall back without faults.
@@ -652,7 +710,7 @@ macro_rules! device_backend_tests {
     ($open:expr) => {
         fn each_limit(check: impl Fn(&dyn ::prover_core::GpuBackend)) {
             for limit in [None, Some($crate::device::TIGHT)] {
-                if let Some(b) = ($open)(limit, $crate::device::Faults::none()) {
+                if let Some(b) = ($open)(limit, $crate::device::Faults::none(), false) {
                     eprintln!("memory limit: {limit:?}");
                     check(&b);
                 }
@@ -677,7 +735,7 @@ macro_rules! device_backend_tests {
         #[test]
         fn conformance_engine_proves_on_every_device() {
             for limit in [None, Some($crate::device::TIGHT)] {
-                if let Some(b) = ($open)(limit, $crate::device::Faults::none()) {
+                if let Some(b) = ($open)(limit, $crate::device::Faults::none(), false) {
                     $crate::check_engine(
                         ::std::sync::Arc::new(b),
                         ::std::sync::Arc::new(::backend_cpu::CpuBackend),
@@ -688,40 +746,60 @@ macro_rules! device_backend_tests {
 
         #[test]
         fn stages_ntt_and_quotient_match_cpu() {
-            if let Some(b) = ($open)(None, $crate::device::Faults::none()) {
+            if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
                 $crate::device::check_ntt_and_quotient(b.device(0).expect("a device"));
             }
         }
 
         #[test]
         fn stages_msms_match_cpu_resident_and_streamed() {
-            if let Some(b) = ($open)(None, $crate::device::Faults::none()) {
+            if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
                 $crate::device::check_msms(b.device(0).expect("a device"), false);
             }
             let limit = Some($crate::device::STREAM_LIMIT);
-            if let Some(b) = ($open)(limit, $crate::device::Faults::none()) {
+            if let Some(b) = ($open)(limit, $crate::device::Faults::none(), false) {
                 $crate::device::check_msms(b.device(0).expect("a device"), true);
             }
         }
 
         #[test]
         fn stages_parameters_generated_on_the_device_equal_the_cpus() {
-            if let Some(b) = ($open)(None, $crate::device::Faults::none()) {
+            if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
                 $crate::device::check_generator(&b.multiplier(0).expect("a device"));
             }
         }
 
         #[test]
         fn stages_scan_on_device_lists_what_the_host_scan_lists() {
-            if let Some(b) = ($open)(None, $crate::device::Faults::none()) {
+            if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
                 $crate::device::check_device_scan(b.device(0).expect("a device"));
             }
         }
 
         #[test]
+        fn trace_times_every_copy_and_kernel_of_every_partition() {
+            let Some(b) = ($open)(None, $crate::device::Faults::none(), true) else {
+                return;
+            };
+            let b = ::std::sync::Arc::new(b);
+            let stats = $crate::device::check_engine_fallback(b.clone());
+            $crate::device::check_trace(&*b, &stats);
+            // Its negative twin: without tracing, nothing is recorded.
+            let Some(b) = ($open)(None, $crate::device::Faults::none(), false) else {
+                return;
+            };
+            let b = ::std::sync::Arc::new(b);
+            $crate::device::check_engine_fallback(b.clone());
+            assert!(
+                ::prover_core::GpuBackend::device_trace(&*b).is_empty(),
+                "spans recorded with tracing off"
+            );
+        }
+
+        #[test]
         fn faults_injected_fall_back_and_every_proof_verifies() {
             let faults = $crate::device::Faults::fail_calls([0, 2]);
-            let Some(b) = ($open)(None, faults) else {
+            let Some(b) = ($open)(None, faults, false) else {
                 return;
             };
             let stats = $crate::device::check_engine_fallback(::std::sync::Arc::new(b));
@@ -734,7 +812,7 @@ macro_rules! device_backend_tests {
         #[test]
         fn faults_none_nothing_falls_back_even_streaming() {
             for limit in [None, Some($crate::device::TIGHT)] {
-                let Some(b) = ($open)(limit, $crate::device::Faults::none()) else {
+                let Some(b) = ($open)(limit, $crate::device::Faults::none(), false) else {
                     return;
                 };
                 let stats = $crate::device::check_engine_fallback(::std::sync::Arc::new(b));

@@ -22,6 +22,7 @@ use crate::msm::{dense_msm, query_msm, scanned_msm, Bases, DeviceCurve, MsmKerne
 use crate::ntt::{quotient, NttMode};
 use crate::profile::Profile;
 use crate::source::KernelNames;
+use crate::trace::Trace;
 
 /// Options of a device backend.
 #[derive(Debug, Default)]
@@ -35,12 +36,16 @@ pub struct GpuOptions {
     pub msm: MsmKernel,
     /// Where the MSMs' 0/1 split runs (`PROOFLINE_GPU_SCAN`).
     pub scan: ScanMode,
+    /// Whether the workers trace their queues (`PROOFLINE_GPU_TRACE`, `--device-trace`):
+    /// [`GpuBackend::device_trace`] then returns every copy and kernel, timed by the device.
+    pub trace: bool,
 }
 
 impl GpuOptions {
     /// The options with what the environment sets: faults (`PROOFLINE_GPU_FAIL_CALLS`, unless
-    /// given), the MSM kernel (`PROOFLINE_GPU_MSM`) and where the 0/1 split runs
-    /// (`PROOFLINE_GPU_SCAN`); a malformed value is an error.
+    /// given), the MSM kernel (`PROOFLINE_GPU_MSM`), where the 0/1 split runs
+    /// (`PROOFLINE_GPU_SCAN`) and tracing (`PROOFLINE_GPU_TRACE`); a malformed value is an
+    /// error.
     pub fn from_env(mem_limit: Option<u64>, faults: Option<Faults>) -> Result<Self> {
         let invalid = |what| move |detail| Error::InvalidConfig { what, detail };
         let faults = match faults {
@@ -52,6 +57,7 @@ impl GpuOptions {
             faults,
             msm: MsmKernel::from_env().map_err(invalid("the MSM kernel"))?,
             scan: ScanMode::from_env().map_err(invalid("the scalar scan"))?,
+            trace: crate::trace::trace_from_env(),
         })
     }
 }
@@ -62,6 +68,7 @@ pub struct GpuAccelerator<D: Device> {
     devices: Vec<Arc<GpuDevice<D>>>,
     faults: Arc<Faults>,
     profile: Arc<Profile>,
+    trace: Arc<Trace>,
     msm: MsmKernel,
     scan: ScanMode,
 }
@@ -94,7 +101,8 @@ impl<D: Device> GpuAccelerator<D> {
             name,
             devices,
             faults: Arc::new(options.faults),
-            profile: Arc::new(Profile::from_env()),
+            profile: Arc::new(Profile::from_env().with_tracing(options.trace)),
+            trace: Arc::new(Trace::new(options.trace)),
             msm: options.msm,
             scan: options.scan,
         }
@@ -258,6 +266,10 @@ impl<D: Device> GpuBackend for GpuAccelerator<D> {
         self.profile.steps()
     }
 
+    fn device_trace(&self) -> Vec<prover_core::DeviceSpan> {
+        self.trace.spans()
+    }
+
     fn device_memory(&self) -> Vec<prover_core::DeviceMemory> {
         self.devices
             .iter()
@@ -271,7 +283,7 @@ impl<D: Device> GpuBackend for GpuAccelerator<D> {
             .collect()
     }
 
-    fn worker(&self, device: usize, _slot: usize) -> Result<Box<dyn AcceleratorWorker>> {
+    fn worker(&self, device: usize, slot: usize) -> Result<Box<dyn AcceleratorWorker>> {
         let gpu = self
             .devices
             .get(device)
@@ -283,18 +295,27 @@ impl<D: Device> GpuBackend for GpuAccelerator<D> {
                     self.devices.len()
                 ),
             })?;
-        let queue = gpu.device.queue().map_err(|e| Error::Backend {
+        let backend_err = |e| Error::Backend {
             backend: self.device_name(device),
             source: Box::new(e),
-        })?;
+        };
+        let mut queue = gpu.device.queue().map_err(backend_err)?;
+        if self.trace.enabled() && !queue.set_trace(true).map_err(backend_err)? {
+            return Err(Error::InvalidConfig {
+                what: "device tracing",
+                detail: format!("{}'s queues cannot trace", self.device_name(device)),
+            });
+        }
         Ok(Box::new(GpuWorker {
             backend: self.name,
             label: self.device_name(device),
             ordinal: device,
+            slot,
             gpu: gpu.clone(),
             queue,
             faults: self.faults.clone(),
             profile: self.profile.clone(),
+            trace: self.trace.clone(),
             msm: self.msm,
             scan: self.scan,
         }))
@@ -306,10 +327,12 @@ struct GpuWorker<D: Device> {
     backend: &'static str,
     label: String,
     ordinal: usize,
+    slot: usize,
     gpu: Arc<GpuDevice<D>>,
     queue: D::Queue,
     faults: Arc<Faults>,
     profile: Arc<Profile>,
+    trace: Arc<Trace>,
     msm: MsmKernel,
     scan: ScanMode,
 }
@@ -512,6 +535,16 @@ impl<D: Device> AcceleratorWorker for GpuWorker<D> {
         });
         let outcome = match fault {
             Some(e) => Err(e),
+            None if self.trace.enabled() => {
+                let number = self.trace.next_partition();
+                let outcome = self.run(resident, params, &partition, &plan, &domain, buffers);
+                // The spans of a failed call are what the device did before it failed; a
+                // queue that cannot say loses only its trace, never the partition.
+                if let Ok(spans) = self.queue.take_spans() {
+                    self.trace.add(self.ordinal, self.slot, number, spans);
+                }
+                outcome
+            }
             None => self.run(resident, params, &partition, &plan, &domain, buffers),
         };
         match outcome {

@@ -132,6 +132,24 @@ pub trait Queue: Send + 'static {
     fn staging_bytes(&self) -> u64 {
         0
     }
+
+    /// Turns tracing on or off: while on, the queue times every copy and kernel on the
+    /// device's own clock (CUDA events, OpenCL profiling) without waiting for them. Returns
+    /// whether the queue can trace (by default it cannot, and records nothing).
+    fn set_trace(&mut self, on: bool) -> DeviceResult<bool> {
+        let _ = on;
+        Ok(false)
+    }
+
+    /// The label of the spans recorded from now on (the accelerator's step).
+    fn trace_label(&mut self, label: &str) {
+        let _ = label;
+    }
+
+    /// The spans recorded since the last call, in queue order; waits for the queue.
+    fn take_spans(&mut self) -> DeviceResult<Vec<crate::trace::QueueSpan>> {
+        Ok(Vec::new())
+    }
 }
 
 /// Types whose bytes are exactly what the kernels read and write: blstrs's field elements and

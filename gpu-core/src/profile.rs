@@ -17,6 +17,8 @@ pub const PROFILE_VAR: &str = "PROOFLINE_GPU_PROFILE";
 #[derive(Debug, Default)]
 pub struct Profile {
     enabled: bool,
+    /// Whether the queues trace: each step then labels the spans it queues.
+    tracing: bool,
     steps: Mutex<Vec<StepTime>>,
 }
 
@@ -25,12 +27,36 @@ impl Profile {
     pub fn from_env() -> Self {
         Profile {
             enabled: std::env::var(PROFILE_VAR).is_ok_and(|v| v == "1" || v == "true"),
+            tracing: false,
             steps: Mutex::new(Vec::new()),
         }
     }
 
-    /// Runs `f` as the step `name` on `q`; when profiling, waits for the device and records.
+    /// The same, with each step labelling the spans its queue traces when `tracing`.
+    pub fn with_tracing(mut self, tracing: bool) -> Self {
+        self.tracing = tracing;
+        self
+    }
+
+    /// Runs `f` as the step `name` on `q`; when profiling, waits for the device and records;
+    /// when tracing, labels the spans `f` queues with `name`.
     pub fn step<Q: Queue, T>(
+        &self,
+        name: &str,
+        q: &mut Q,
+        f: impl FnOnce(&mut Q) -> DeviceResult<T>,
+    ) -> DeviceResult<T> {
+        if self.tracing {
+            q.trace_label(name);
+        }
+        let out = self.timed(name, q, f);
+        if self.tracing {
+            q.trace_label("");
+        }
+        out
+    }
+
+    fn timed<Q: Queue, T>(
         &self,
         name: &str,
         q: &mut Q,

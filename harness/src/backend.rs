@@ -81,6 +81,7 @@ fn open_opencl_backend(cfg: &RunConfig) -> anyhow::Result<backend_opencl::OpenCl
         selector,
         mem_limit: cfg.gpu_mem_limit,
         faults: None,
+        trace: cfg.trace,
     })?)
 }
 
@@ -102,6 +103,7 @@ fn open_cuda_backend(cfg: &RunConfig) -> anyhow::Result<backend_cuda::CudaBacken
     Ok(backend_cuda::open(backend_cuda::CudaOptions {
         mem_limit: cfg.gpu_mem_limit,
         faults: None,
+        trace: cfg.trace,
     })?)
 }
 

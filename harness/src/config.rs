@@ -226,6 +226,10 @@ pub struct RunConfig {
     #[arg(long, value_enum, default_value_t = SynthesisMode::Cs)]
     #[serde(default)]
     pub synthesis: SynthesisMode,
+    /// Whether the device backend traces its queues (set by `prove --device-trace`).
+    #[arg(skip)]
+    #[serde(default)]
+    pub trace: bool,
 }
 
 impl RunConfig {

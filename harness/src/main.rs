@@ -70,6 +70,10 @@ enum Cmd {
         /// Synthesis workers.
         #[arg(long, default_value_t = 4, value_parser = parse_pw)]
         pw: usize,
+        /// Trace the device (cuda/opencl): every copy and kernel timed on the device's own
+        /// clock, written as this CSV and an SVG beside it, with busy and idle time printed.
+        #[arg(long = "device-trace")]
+        device_trace: Option<PathBuf>,
         #[command(flatten)]
         run: RunConfig,
     },
@@ -231,8 +235,19 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             let json = serde_json::to_string_pretty(&outcome.result)?;
             write_file(&result, json.as_bytes()).map_err(msg)
         }
-        Cmd::Prove { pw, run } => {
-            let cfg = run.normalized();
+        Cmd::Prove {
+            pw,
+            device_trace,
+            run,
+        } => {
+            anyhow::ensure!(
+                device_trace.is_none() || run.backend != harness::config::BackendKind::Cpu,
+                "--device-trace traces a device backend: add --backend cuda or --backend opencl"
+            );
+            let cfg = RunConfig {
+                trace: device_trace.is_some(),
+                ..run.normalized()
+            };
             let spec = cfg.workload();
             let prepared = prepare(&cfg, true)?;
             println!(
@@ -252,6 +267,26 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             );
             let (o, _) = run_jobs(&cfg, pw, prepared, &mut |_, _| {})?;
             print_outcome(&o);
+            if let Some(path) = device_trace {
+                harness::report::device_trace::trace_summary(&o.device_trace)
+                    .iter()
+                    .for_each(|l| println!("{l}"));
+                let title = format!(
+                    "{}, 2^{}, pw {pw}, {} worker(s) a device",
+                    cfg.circuit.name(),
+                    cfg.log2_constraints,
+                    cfg.gpu_workers
+                );
+                let (csv, svg) =
+                    harness::report::device_trace::write_trace(&path, &o.device_trace, &title)
+                        .map_err(msg)?;
+                println!(
+                    "device trace: {} spans in {} and {}",
+                    o.device_trace.len(),
+                    csv.display(),
+                    svg.display()
+                );
+            }
             anyhow::ensure!(o.result.proofs_failed == 0, "some proofs failed");
             Ok(())
         }

@@ -243,6 +243,8 @@ pub struct PointOutcome {
     pub ledger: prover_core::ledger::Snapshot,
     /// The device backend's step times (under `PROOFLINE_GPU_PROFILE=1`; empty otherwise).
     pub device_steps: Vec<prover_core::StepTime>,
+    /// The devices' own timeline, when the backend traced (`prove --device-trace`).
+    pub device_trace: Vec<prover_core::DeviceSpan>,
 }
 
 /// What a run proves: the parameters and the jobs.
@@ -550,6 +552,7 @@ pub fn run_jobs(
             stats,
             ledger: snap,
             device_steps: backend.step_times(),
+            device_trace: backend.device_trace(),
         },
         results,
     ))

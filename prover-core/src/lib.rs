@@ -38,6 +38,7 @@ pub mod replay;
 pub mod sampler;
 pub mod stages;
 pub mod synthesize;
+pub mod trace;
 pub mod verify;
 
 pub use bellpepper_core;
@@ -64,4 +65,5 @@ pub use synthesize::{
     circuit_size, CircuitSize, CpuSynthesizer, Evaluations, PartitionShape, SynthesizedPartition,
     Synthesizer, Witness,
 };
+pub use trace::{DeviceSpan, SpanKind, TraceSummary};
 pub use verify::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};

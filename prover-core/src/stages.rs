@@ -170,6 +170,13 @@ pub trait GpuBackend: Send + Sync {
         Vec::new()
     }
 
+    /// The devices' own timeline (one span per copy and kernel, timed by the device) since the
+    /// backend opened, when it was opened with tracing on (device backends:
+    /// `PROOFLINE_GPU_TRACE=1` or the harness's `--device-trace`); empty otherwise.
+    fn device_trace(&self) -> Vec<crate::trace::DeviceSpan> {
+        Vec::new()
+    }
+
     /// A worker context for `device` (its stream, pinned staging, device scratch), created once
     /// on the thread that will use it; `slot` numbers the workers of one device.
     fn worker(&self, device: usize, slot: usize) -> Result<Box<dyn AcceleratorWorker>>;

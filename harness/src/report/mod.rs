@@ -1,6 +1,8 @@
 //! The sweep's outputs: `results.json`, `results.csv` and the summary table ([`results`]),
-//! `timeline-pw<N>.csv` ([`timeline`]), `report.svg` ([`draw`]).
+//! `timeline-pw<N>.csv` ([`timeline`]), `report.svg` ([`draw`]); `prove --device-trace`'s
+//! files ([`device_trace`]).
 
+pub mod device_trace;
 pub mod draw;
 pub mod results;
 pub mod timeline;

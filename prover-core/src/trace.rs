@@ -1,0 +1,205 @@
+//! The device's own timeline: one span per copy and kernel, timed by the device (CUDA events,
+//! OpenCL profiling), so that busy and idle time are read from the device's clock rather than
+//! from the host's view of a worker. Device backends record it when asked
+//! ([`crate::GpuBackend::device_trace`]); this module holds the span and the figures drawn
+//! from a set of spans.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// What a span was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SpanKind {
+    /// A copy from the host to the device.
+    CopyIn,
+    /// A copy from the device to the host.
+    CopyOut,
+    /// A kernel.
+    Kernel,
+}
+
+impl SpanKind {
+    /// Every kind, in report order.
+    pub const ALL: [SpanKind; 3] = [SpanKind::CopyIn, SpanKind::CopyOut, SpanKind::Kernel];
+
+    /// The name in reports (`copy_in`, `copy_out`, `kernel`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SpanKind::CopyIn => "copy_in",
+            SpanKind::CopyOut => "copy_out",
+            SpanKind::Kernel => "kernel",
+        }
+    }
+}
+
+impl fmt::Display for SpanKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One copy or kernel on a device, in seconds of the device's clock since its backend opened it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceSpan {
+    /// The device's ordinal.
+    pub device: usize,
+    /// The worker (queue, stream) of that device that ran it.
+    pub worker: usize,
+    /// The backend's count of accelerator calls, from 0, in the order they started.
+    pub partition: u64,
+    /// The accelerator step it belongs to (`h_ntt`, `msm_l`, ...; empty outside a step).
+    pub step: String,
+    /// Copy or kernel.
+    pub kind: SpanKind,
+    /// The kernel's name, or `copy`.
+    pub name: String,
+    /// Bytes copied (0 for a kernel).
+    pub bytes: u64,
+    /// Start, seconds.
+    pub start: f64,
+    /// End, seconds (at least `start`).
+    pub end: f64,
+}
+
+impl DeviceSpan {
+    /// Its length in seconds.
+    pub fn seconds(&self) -> f64 {
+        (self.end - self.start).max(0.0)
+    }
+}
+
+/// One device's figures over a trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceSummary {
+    /// The device's ordinal.
+    pub device: usize,
+    /// Partitions (accelerator calls) with at least one span.
+    pub partitions: usize,
+    /// From the first span's start to the last one's end, seconds.
+    pub window: f64,
+    /// Seconds in which at least one span ran (overlapping spans of several workers counted
+    /// once).
+    pub busy: f64,
+    /// Seconds summed per kind (overlaps counted as often as they overlap).
+    pub by_kind: BTreeMap<SpanKind, f64>,
+    /// Seconds summed per step.
+    pub by_step: BTreeMap<String, f64>,
+    /// The longest gap with nothing running, seconds.
+    pub longest_gap: f64,
+}
+
+impl TraceSummary {
+    /// `busy / window` (1 for an empty window).
+    pub fn busy_fraction(&self) -> f64 {
+        if self.window > 0.0 {
+            self.busy / self.window
+        } else {
+            1.0
+        }
+    }
+
+    /// `window - busy`.
+    pub fn idle(&self) -> f64 {
+        (self.window - self.busy).max(0.0)
+    }
+}
+
+/// The figures of each device that has spans in `spans`, by ordinal.
+pub fn summarize(spans: &[DeviceSpan]) -> Vec<TraceSummary> {
+    let mut devices: BTreeMap<usize, Vec<&DeviceSpan>> = BTreeMap::new();
+    for s in spans {
+        devices.entry(s.device).or_default().push(s);
+    }
+    devices
+        .into_iter()
+        .map(|(device, mut spans)| {
+            spans.sort_by(|a, b| a.start.total_cmp(&b.start));
+            let mut by_kind = BTreeMap::new();
+            let mut by_step = BTreeMap::new();
+            let mut partitions = std::collections::BTreeSet::new();
+            let (mut busy, mut longest_gap) = (0.0f64, 0.0f64);
+            let first = spans.first().map_or(0.0, |s| s.start);
+            let mut last = first;
+            let mut covered_to = first;
+            for s in &spans {
+                *by_kind.entry(s.kind).or_insert(0.0) += s.seconds();
+                *by_step.entry(s.step.clone()).or_insert(0.0) += s.seconds();
+                partitions.insert(s.partition);
+                if s.start > covered_to {
+                    longest_gap = longest_gap.max(s.start - covered_to);
+                }
+                let from = s.start.max(covered_to);
+                if s.end > from {
+                    busy += s.end - from;
+                }
+                covered_to = covered_to.max(s.end);
+                last = last.max(s.end);
+            }
+            TraceSummary {
+                device,
+                partitions: partitions.len(),
+                window: last - first,
+                busy,
+                by_kind,
+                by_step,
+                longest_gap,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(device: usize, partition: u64, kind: SpanKind, start: f64, end: f64) -> DeviceSpan {
+        DeviceSpan {
+            device,
+            worker: 0,
+            partition,
+            step: if kind == SpanKind::Kernel {
+                "msm".into()
+            } else {
+                "io".into()
+            },
+            kind,
+            name: "k".into(),
+            bytes: 0,
+            start,
+            end,
+        }
+    }
+
+    #[test]
+    fn busy_counts_overlaps_once_and_gaps_are_idle() {
+        // Device 0: [0, 2] and [1, 3] overlap (busy 3), then a gap of 2, then [5, 6].
+        let spans = vec![
+            span(0, 1, SpanKind::Kernel, 1.0, 3.0),
+            span(0, 0, SpanKind::CopyIn, 0.0, 2.0),
+            span(0, 1, SpanKind::Kernel, 5.0, 6.0),
+            span(1, 2, SpanKind::CopyOut, 10.0, 10.5),
+        ];
+        let s = summarize(&spans);
+        assert_eq!(s.len(), 2);
+        let d0 = &s[0];
+        assert_eq!(d0.device, 0);
+        assert_eq!(d0.partitions, 2);
+        assert!((d0.window - 6.0).abs() < 1e-12);
+        assert!((d0.busy - 4.0).abs() < 1e-12, "{d0:?}");
+        assert!((d0.idle() - 2.0).abs() < 1e-12);
+        assert!((d0.longest_gap - 2.0).abs() < 1e-12);
+        assert!((d0.by_kind[&SpanKind::Kernel] - 3.0).abs() < 1e-12);
+        assert!((d0.by_kind[&SpanKind::CopyIn] - 2.0).abs() < 1e-12);
+        assert!((d0.by_step["msm"] - 3.0).abs() < 1e-12);
+        assert!((d0.busy_fraction() - 4.0 / 6.0).abs() < 1e-12);
+        // A span inside another adds nothing to busy.
+        let nested = summarize(&[
+            span(0, 0, SpanKind::Kernel, 0.0, 4.0),
+            span(0, 0, SpanKind::Kernel, 1.0, 2.0),
+        ]);
+        assert!((nested[0].busy - 4.0).abs() < 1e-12);
+        assert_eq!(nested[0].longest_gap, 0.0);
+        assert_eq!(s[1].busy_fraction(), 1.0);
+        assert!(summarize(&[]).is_empty());
+    }
+}
