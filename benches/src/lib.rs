@@ -7,7 +7,6 @@ use ff::Field;
 use group::{Curve, Group};
 use prover_core::density::{Density, ScalarBytes};
 use prover_core::synthesize::Witness;
-use rand::Rng;
 use rayon::prelude::*;
 
 /// Bases per chunk of consecutive multiples.
@@ -23,27 +22,11 @@ pub fn random_scalars(n: usize) -> Vec<ScalarBytes> {
         .collect()
 }
 
-/// The scalar mix `porep_profile` measured on a 2 KiB PoRep's aux assignment, as percentages:
-/// zeros, ones (the rest are dense).
-pub const POREP_MIX: (u32, u32) = (51, 47);
+pub use prover_core::synthetic::POREP_MIX;
 
-/// A witness of `n` PoRep-like aux scalars (`POREP_MIX`), every variable used.
+/// A witness of `n` PoRep-like aux scalars (`POREP_MIX`, fresh each call), every variable used.
 pub fn porep_like_witness(n: usize) -> Witness {
-    let (zeros, ones) = POREP_MIX;
-    let aux: Vec<ScalarBytes> = (0..n)
-        .into_par_iter()
-        .map_init(rand::thread_rng, |rng, _| {
-            let x = rng.gen_range(0..100);
-            let s = if x < zeros {
-                Scalar::ZERO
-            } else if x < zeros + ones {
-                Scalar::ONE
-            } else {
-                Scalar::random(&mut *rng)
-            };
-            ScalarBytes::from_scalar(&s)
-        })
-        .collect();
+    let aux = prover_core::synthetic::porep_like_aux(n, rand::random());
     Witness {
         input: Vec::new(),
         aux,

@@ -13,6 +13,10 @@ const PIPPENGER: &str = include_str!("pippenger.cl");
 const CLASSIFY: &str = include_str!("classify.cl");
 const FIXED_BASE: &str = include_str!("fixed_base.cl");
 const NTT: &str = include_str!("ntt.cl");
+const SYNTHETIC: &str = include_str!("synthetic.cl");
+
+/// The line of `synthetic.cl` after which its text is per curve.
+const PER_CURVE: &str = "// ---- per curve ----";
 
 /// The limb width of the generated field arithmetic. The bytes of a field element are the same
 /// either way (little-endian Montgomery limbs, as blstrs stores them).
@@ -94,6 +98,10 @@ pub struct KernelNames {
     pub g1_fixed_base: String,
     /// Parameter generation: G2 fixed-base products.
     pub g2_fixed_base: String,
+    /// Timing workloads: G1 synthetic bases.
+    pub g1_synthetic: String,
+    /// Timing workloads: G2 synthetic bases.
+    pub g2_synthetic: String,
 }
 
 /// ec-gpu-gen's builder keeps its parts in hash sets, so the order of the fields and of the
@@ -197,7 +205,7 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 29] {
+    pub fn all(&self) -> [&str; 31] {
         [
             &self.ntt_pass,
             &self.fill_zero,
@@ -228,6 +236,8 @@ impl KernelNames {
             &self.cls_write,
             &self.g1_fixed_base,
             &self.g2_fixed_base,
+            &self.g1_synthetic,
+            &self.g2_synthetic,
         ]
     }
 }
@@ -244,6 +254,9 @@ impl KernelSource {
                 .replace("{F}", f)
                 .replace("{FR}", &fr)
         };
+        let (synthetic_common, synthetic_curve) = SYNTHETIC
+            .split_once(PER_CURVE)
+            .expect("synthetic.cl has its per-curve marker");
         let ours = [
             KERNELS.replace("{FR}", &fr),
             NTT.replace("{FR}", &fr),
@@ -254,6 +267,9 @@ impl KernelSource {
             CLASSIFY.to_string(),
             curve(FIXED_BASE, &g1, &fp),
             curve(FIXED_BASE, &g2, &fp2),
+            synthetic_common.replace("{FP2}", &fp2).replace("{FP}", &fp),
+            curve(synthetic_curve, &g1, &fp),
+            curve(synthetic_curve, &g2, &fp2),
         ]
         .join("\n");
         let p = Parts::new(limbs);
@@ -295,6 +311,8 @@ impl KernelSource {
             cls_write: "cls_write".into(),
             g1_fixed_base: format!("{g1}_fixed_base"),
             g2_fixed_base: format!("{g2}_fixed_base"),
+            g1_synthetic: format!("{g1}_synthetic"),
+            g2_synthetic: format!("{g2}_synthetic"),
         };
         KernelSource { text, names }
     }

@@ -14,6 +14,19 @@ pub struct Density {
 }
 
 impl Density {
+    /// `len` bits from little-endian words (bit `i` is bit `i % 64` of word `i / 64`); bits
+    /// past `len` are cleared.
+    pub fn from_words(mut words: Vec<u64>, len: usize) -> Self {
+        words.resize(len.div_ceil(64), 0);
+        if len % 64 != 0 {
+            if let Some(last) = words.last_mut() {
+                *last &= (1u64 << (len % 64)) - 1;
+            }
+        }
+        let ones = words.iter().map(|w| w.count_ones() as usize).sum();
+        Density { words, len, ones }
+    }
+
     /// Appends an unset bit.
     pub fn push_unset(&mut self) {
         if self.len % 64 == 0 {
@@ -126,6 +139,26 @@ pub fn into_canonical(v: Vec<Scalar>) -> Vec<ScalarBytes> {
 mod tests {
     use super::*;
     use ff::Field;
+
+    #[test]
+    fn from_words_clears_the_tail_and_counts_the_rest() {
+        let d = Density::from_words(vec![u64::MAX, u64::MAX], 70);
+        assert_eq!((d.len(), d.count_ones()), (70, 70));
+        assert!(d.get(69) && !d.get(70));
+        assert_eq!(d.words(), [u64::MAX, 0x3f]);
+        let mut pushed = Density::default();
+        for i in 0..70 {
+            pushed.push_unset();
+            pushed.set(i);
+        }
+        assert_eq!(d, pushed);
+        // Missing words read as unset bits.
+        let short = Density::from_words(vec![1], 130);
+        assert_eq!(
+            (short.len(), short.count_ones(), short.words().len()),
+            (130, 1, 3)
+        );
+    }
 
     #[test]
     fn density_counts_and_extends() {

@@ -38,6 +38,7 @@ pub mod replay;
 pub mod sampler;
 pub mod stages;
 pub mod synthesize;
+pub mod synthetic;
 pub mod trace;
 pub mod verify;
 
@@ -52,7 +53,7 @@ pub use generator::{
     generate_random_parameters, generate_seeded_parameters, write_parameters_on,
     write_parameters_with_progress, CpuMultiplier, GenProgress, Multiplier, Trapdoor,
 };
-pub use params::{Parameters, VerifyingKey};
+pub use params::{KeyShape, Parameters, VerifyingKey};
 pub use pce::{PceSynthesizer, Precompiled};
 pub use plan::{MsmTerm, QueryPlan};
 pub use proof::Proof;

@@ -101,6 +101,25 @@ impl VerifyingKey {
     }
 }
 
+/// The sizes of a proving key's queries: what a partition's shape is checked against, and all
+/// that an MSM plan needs (a key whose bases live only on a device, such as a synthetic timing
+/// workload's, has a shape and no host vectors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyShape {
+    /// The evaluation domain (the H query's points plus one).
+    pub domain: usize,
+    /// Public inputs, ONE included (`vk.ic`).
+    pub inputs: usize,
+    /// L query points (one per aux variable).
+    pub l: usize,
+    /// A query points.
+    pub a: usize,
+    /// B query points in G1.
+    pub b_g1: usize,
+    /// B query points in G2.
+    pub b_g2: usize,
+}
+
 /// Groth16 proving parameters: the verifying key and the five query vectors.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parameters {
@@ -198,6 +217,18 @@ impl Parameters {
     /// The evaluation domain size these parameters were made for (`h.len() + 1`).
     pub fn domain_size(&self) -> usize {
         self.h.len() + 1
+    }
+
+    /// The sizes a partition proven with these parameters must agree with.
+    pub fn shape(&self) -> KeyShape {
+        KeyShape {
+            domain: self.domain_size(),
+            inputs: self.vk.ic.len(),
+            l: self.l.len(),
+            a: self.a.len(),
+            b_g1: self.b_g1.len(),
+            b_g2: self.b_g2.len(),
+        }
     }
 
     /// Bytes of the query vectors held in memory.

@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use crate::density::{Density, ScalarBytes};
 use crate::error::Result;
-use crate::params::Parameters;
+use crate::params::{KeyShape, Parameters};
 use crate::synthesize::{SynthesizedPartition, Witness};
 
 /// The assignment an MSM term reads its scalars from.
@@ -85,7 +85,12 @@ impl QueryPlan {
     /// The plan for `partition` against `params`, after checking that every size the MSMs and
     /// the NTT rely on agrees (a wrong circuit is an error, never a wrong proof).
     pub fn new(partition: &SynthesizedPartition, params: &Parameters) -> Result<Self> {
-        partition.check_shape(params)?;
+        Self::for_key(partition, &params.shape())
+    }
+
+    /// The plan for `partition` against a key of shape `key` (after the same checks).
+    pub fn for_key(partition: &SynthesizedPartition, key: &KeyShape) -> Result<Self> {
+        partition.check_key_shape(key)?;
         let s = partition.shape();
         let term = |bases: Range<usize>, source, filter| MsmTerm {
             bases,
@@ -93,7 +98,7 @@ impl QueryPlan {
             filter,
         };
         Ok(QueryPlan {
-            h: 0..params.h.len(),
+            h: 0..key.domain - 1,
             l: term(0..s.aux, ScalarSource::Aux, Filter::All),
             a: [
                 term(0..s.inputs, ScalarSource::Input, Filter::All),

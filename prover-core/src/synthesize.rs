@@ -9,7 +9,7 @@ use ff::Field;
 
 use crate::density::{into_canonical, Density, ScalarBytes};
 use crate::error::{Error, Result};
-use crate::params::Parameters;
+use crate::params::{KeyShape, Parameters};
 
 /// The A, B, C evaluations of every constraint (input constraints included): the inputs of the
 /// H computation. Released when the accelerator stage ends.
@@ -141,6 +141,11 @@ impl SynthesizedPartition {
     /// Checks that this partition can be proven with `params`: every size that the MSMs and the
     /// NTT rely on must agree, so that a wrong circuit is an error and never a wrong proof.
     pub fn check_shape(&self, params: &Parameters) -> Result<()> {
+        self.check_key_shape(&params.shape())
+    }
+
+    /// Checks that this partition fits a key of shape `key` (see [`Self::check_shape`]).
+    pub fn check_key_shape(&self, key: &KeyShape) -> Result<()> {
         let s = self.shape();
         let check = |what, circuit: usize, params: usize| {
             if circuit == params {
@@ -153,24 +158,12 @@ impl SynthesizedPartition {
                 })
             }
         };
-        check(
-            "evaluation domain size",
-            s.domain_size(),
-            params.domain_size(),
-        )?;
-        check("public inputs (vk.ic)", s.inputs, params.vk.ic.len())?;
-        check("aux variables (l query)", s.aux, params.l.len())?;
-        check("A query points", s.inputs + s.a_aux, params.a.len())?;
-        check(
-            "B query points in G1",
-            s.b_inputs + s.b_aux,
-            params.b_g1.len(),
-        )?;
-        check(
-            "B query points in G2",
-            s.b_inputs + s.b_aux,
-            params.b_g2.len(),
-        )?;
+        check("evaluation domain size", s.domain_size(), key.domain)?;
+        check("public inputs (vk.ic)", s.inputs, key.inputs)?;
+        check("aux variables (l query)", s.aux, key.l)?;
+        check("A query points", s.inputs + s.a_aux, key.a)?;
+        check("B query points in G1", s.b_inputs + s.b_aux, key.b_g1)?;
+        check("B query points in G2", s.b_inputs + s.b_aux, key.b_g2)?;
         let w = &self.witness;
         check("aux density length", w.a_aux_density.len(), s.aux)?;
         check("B aux density length", w.b_aux_density.len(), s.aux)?;
