@@ -16,7 +16,7 @@ use gpu_core::ntt::{
     ntt, ntt_with, quotient, table_bytes_bound, HPipeline, NttMode, NttShape, NttTables,
 };
 pub use gpu_core::Faults;
-use gpu_core::{GpuDevice, Queue};
+use gpu_core::{GpuAccelerator, GpuDevice, Queue};
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 use prover_core::density::{Density, ScalarBytes};
@@ -24,6 +24,7 @@ use prover_core::generator::fixed_base::FixedBase;
 use prover_core::ledger::{Stage, StageLedger};
 use prover_core::plan::{Filter, MsmTerm, ScalarSource};
 use prover_core::synthesize::Witness;
+use prover_core::AcceleratorWorker;
 use prover_core::{generate_parameters, generate_parameters_on, Multiplier, Trapdoor};
 use prover_core::{
     generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Config, CpuSynthesizer,
@@ -596,6 +597,98 @@ pub fn check_trace(backend: &dyn GpuBackend, stats: &EngineStats) {
     }
 }
 
+/// Synthetic bases (a timing workload's key): the kernel's bases equal the CPU's
+/// (`T[u_i] + T[v_i]`) for G1 and G2, with long and short per-thread chains (one inversion per
+/// chain); another seed gives other bases. Then a whole synthetic partition through
+/// `prepare_synthetic` and a worker: its sums equal the CPU backend's on the same bases made
+/// on the host.
+pub fn check_synthetic<D: Device>(backend: &GpuAccelerator<D>) {
+    use gpu_core::synthetic::{synthetic_base, synthetic_bases, table, SyntheticKey};
+    let gpu = backend.device(0).expect("a device");
+    let mut rng = rand::thread_rng();
+    let mut q = gpu.device.queue().expect("a queue");
+    let seed = rng.next_u32();
+    let t1 = table::<G1Affine>(5, rng.next_u64());
+    let t2 = table::<G2Affine>(3, rng.next_u64());
+    for (n, threads) in [(1, None), (700, Some(7)), (700, None), (5, Some(64))] {
+        let buf = synthetic_bases(gpu, &mut q, &t1, seed, n, threads, "t").expect("G1 bases");
+        let got: Vec<G1Affine> = read_points(gpu, &mut q, &buf, n);
+        for (i, p) in got.iter().enumerate() {
+            assert_eq!(
+                *p,
+                synthetic_base(&t1, seed, i as u32),
+                "G1 base {i} of {n}, {threads:?}"
+            );
+        }
+        let other = synthetic_bases(gpu, &mut q, &t1, seed ^ 1, n, threads, "t").expect("G1");
+        let other: Vec<G1Affine> = read_points(gpu, &mut q, &other, n);
+        assert!(n < 5 || other != got, "the seed is ignored");
+    }
+    let buf = synthetic_bases(gpu, &mut q, &t2, seed, 90, Some(4), "t").expect("G2 bases");
+    let got: Vec<G2Affine> = read_points(gpu, &mut q, &buf, 90);
+    for (i, p) in got.iter().enumerate() {
+        assert_eq!(*p, synthetic_base(&t2, seed, i as u32), "G2 base {i}");
+    }
+    // A whole partition.
+    let spec = prover_core::synthetic::SyntheticSpec::scaled(9);
+    let partition = spec.partition(rng.next_u64());
+    let key = SyntheticKey {
+        table_log: 6,
+        ..SyntheticKey::new(
+            prover_core::synthetic::key_shape(&partition),
+            rng.next_u64(),
+        )
+    };
+    let ledger = StageLedger::new();
+    let prepared = backend
+        .prepare_synthetic(&key, &ledger)
+        .expect("prepare_synthetic");
+    let mut worker = backend.worker(0, 0).expect("a worker");
+    let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
+    let got = worker
+        .accelerate(&prepared, partition.clone(), &mut token.backend_buffers())
+        .unwrap_or_else(|b| panic!("synthetic partition handed back: {}", b.error));
+    token.release_backend_buffers();
+    drop(token);
+    let params = Arc::new(key.host_parameters());
+    let cpu = CpuBackend
+        .prepare(params.clone(), &StageLedger::new())
+        .expect("cpu");
+    let mut token = ledger.enter(Stage::OnAccelerator, 1, 0);
+    let want = backend_cpu::CpuWorker
+        .accelerate(&cpu, partition, &mut token.backend_buffers())
+        .unwrap_or_else(|b| panic!("the CPU reference failed: {}", b.error));
+    token.release_backend_buffers();
+    drop(token);
+    let same = |a: &G1Projective, b: &G1Projective, what: &str| {
+        assert_eq!(a.to_affine(), b.to_affine(), "synthetic partition: {what}")
+    };
+    same(&got.sums.h, &want.sums.h, "h");
+    same(&got.sums.l, &want.sums.l, "l");
+    same(&got.sums.a, &want.sums.a, "a");
+    same(&got.sums.b_g1, &want.sums.b_g1, "b_g1");
+    let b_g2 = backend_cpu::msm::msm_terms(&params.b_g2, &want.plan.b, &want.witness);
+    assert_eq!(
+        got.b_g2.map(|b| b.to_affine()),
+        Some(b_g2.to_affine()),
+        "b_g2"
+    );
+    drop(prepared);
+    assert!(ledger.snapshot().is_balanced(), "{}", ledger.snapshot());
+}
+
+fn read_points<D: Device, T: gpu_core::device::DeviceCopy + Default>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    buf: &gpu_core::memory::DeviceBuffer<D>,
+    n: usize,
+) -> Vec<T> {
+    let _ = gpu;
+    let mut out = vec![T::default(); n];
+    q.read(buf.raw(), 0, bytes_of_mut(&mut out)).expect("read");
+    out
+}
+
 /// A margin for device bytes the ledger does not count (the H pipeline's tables are counted as
 /// scratch; small per-launch tables may not be).
 const UNLEDGERED: u64 = 64 << 10;
@@ -773,6 +866,13 @@ macro_rules! device_backend_tests {
         fn stages_scan_on_device_lists_what_the_host_scan_lists() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
                 $crate::device::check_device_scan(b.device(0).expect("a device"));
+            }
+        }
+
+        #[test]
+        fn stages_synthetic_bases_and_partition_match_cpu() {
+            if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
+                $crate::device::check_synthetic(&b);
             }
         }
 

@@ -9,7 +9,7 @@ use prover_core::ledger::{
     BackendBuffer, BackendBuffers, ResidentKind, ResidentToken, StageLedger,
 };
 use prover_core::{
-    AcceleratorSums, AcceleratorWorker, Domain, Error, GpuBackend, HandBack, Parameters,
+    AcceleratorSums, AcceleratorWorker, Domain, Error, GpuBackend, HandBack, KeyShape, Parameters,
     PendingProof, PreparedParameters, QueryPlan, Result, SynthesizedPartition,
 };
 
@@ -22,6 +22,7 @@ use crate::msm::{dense_msm, query_msm, scanned_msm, Bases, DeviceCurve, MsmKerne
 use crate::ntt::{quotient, NttMode};
 use crate::profile::Profile;
 use crate::source::KernelNames;
+use crate::synthetic::{synthetic_bases, Query, SyntheticKey};
 use crate::trace::Trace;
 
 /// Options of a device backend.
@@ -138,6 +139,49 @@ impl<D: Device> GpuAccelerator<D> {
         self.devices.get(i).map(|d| &**d)
     }
 
+    /// Prepares a synthetic key (a timing workload's: see [`crate::synthetic`]): every query's
+    /// bases made on every device and counted in `ledger` as resident device bases. Refused,
+    /// with what it needs, where the bases and a partition's working memory do not fit.
+    pub fn prepare_synthetic(
+        &self,
+        key: &SyntheticKey,
+        ledger: &StageLedger,
+    ) -> Result<PreparedParameters> {
+        let (t1, t2) = key.tables();
+        let devices = self
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(i, gpu)| {
+                let need = key.bases_bytes() + working_bytes(key.shape.domain);
+                if gpu.gauge.available() < need {
+                    return Err(Error::Resource {
+                        what: "device memory for a synthetic key",
+                        detail: format!(
+                            "{} needs {} for the bases and a partition, {} is left under its limit",
+                            self.device_name(i),
+                            prover_core::ledger::human_bytes(need),
+                            prover_core::ledger::human_bytes(gpu.gauge.available())
+                        ),
+                    });
+                }
+                synthetic_resident(gpu, key, (&t1, &t2), ledger).map_err(|e| Error::Backend {
+                    backend: self.device_name(i),
+                    source: Box::new(e),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let state: Arc<PreparedState<D>> = Arc::new(PreparedState {
+            devices,
+            key: key.shape,
+        });
+        Ok(PreparedParameters::new(
+            Arc::new(key.shape_only_parameters()),
+            self.name,
+            Some(state),
+        ))
+    }
+
     /// Parameter generation's products on device `i` (its memory counted by the same gauge).
     pub fn multiplier(&self, i: usize) -> Option<crate::GpuMultiplier<D>> {
         self.devices
@@ -156,9 +200,11 @@ struct Resident<D: Device> {
     _tokens: Vec<ResidentToken>,
 }
 
-/// What `prepare` keeps: the resident bases of every device.
+/// What `prepare` keeps: the resident bases of every device, and the key's shape (a synthetic
+/// key's parameters carry no host bases to read it from).
 struct PreparedState<D: Device> {
     devices: Vec<Resident<D>>,
+    key: KeyShape,
 }
 
 /// Device bytes a partition of a `2^log2` domain needs beside the bases (three H vectors, and
@@ -223,6 +269,38 @@ fn prepare_device<D: Device>(
     })
 }
 
+fn synthetic_resident<D: Device>(
+    gpu: &GpuDevice<D>,
+    key: &SyntheticKey,
+    (t1, t2): (&[G1Affine], &[G2Affine]),
+    ledger: &StageLedger,
+) -> DeviceResult<Resident<D>> {
+    let mut q = gpu.device.queue()?;
+    let mut tokens = Vec::new();
+    let mut g1 = |query, what| -> DeviceResult<Option<DeviceBuffer<D>>> {
+        let n = key.len(query);
+        let buf = synthetic_bases(gpu, &mut q, t1, key.query_seed(query), n, None, what)?;
+        tokens.push(ledger.resident(ResidentKind::DeviceBases, buf.bytes()));
+        Ok(Some(buf))
+    };
+    let h = g1(Query::H, "synthetic H bases")?;
+    let l = g1(Query::L, "synthetic L bases")?;
+    let a = g1(Query::A, "synthetic A bases")?;
+    let b_g1 = g1(Query::BG1, "synthetic B G1 bases")?;
+    let n = key.len(Query::BG2);
+    let seed = key.query_seed(Query::BG2);
+    let b_g2 = synthetic_bases(gpu, &mut q, t2, seed, n, None, "synthetic B G2 bases")?;
+    tokens.push(ledger.resident(ResidentKind::DeviceBases, b_g2.bytes()));
+    Ok(Resident {
+        h,
+        l,
+        a,
+        b_g1,
+        b_g2: Some(b_g2),
+        _tokens: tokens,
+    })
+}
+
 impl<D: Device> GpuBackend for GpuAccelerator<D> {
     fn name(&self) -> &str {
         self.name
@@ -251,7 +329,10 @@ impl<D: Device> GpuBackend for GpuAccelerator<D> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let state: Arc<PreparedState<D>> = Arc::new(PreparedState { devices });
+        let state: Arc<PreparedState<D>> = Arc::new(PreparedState {
+            devices,
+            key: params.shape(),
+        });
         Ok(PreparedParameters::new(params, self.name, Some(state)))
     }
 
@@ -509,15 +590,14 @@ impl<D: Device> AcceleratorWorker for GpuWorker<D> {
             .and_then(|s| {
                 s.devices
                     .get(self.ordinal)
+                    .map(|r| (r, &s.key))
                     .ok_or_else(|| Error::InvalidConfig {
                         what: "device",
                         detail: format!("parameters were not prepared on {}", self.label),
                     })
             })
-            .and_then(|r| Ok((r, QueryPlan::new(&partition, params)?)))
-            .and_then(|(r, plan)| {
-                Ok((r, plan, Domain::new(params.domain_size().trailing_zeros())?))
-            });
+            .and_then(|(r, key)| Ok((r, key, QueryPlan::for_key(&partition, key)?)))
+            .and_then(|(r, key, plan)| Ok((r, plan, Domain::new(key.domain.trailing_zeros())?)));
         let (resident, plan, domain) = match checked {
             Ok(x) => x,
             Err(error) => {

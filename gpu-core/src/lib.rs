@@ -33,6 +33,7 @@ pub mod ntt;
 pub mod pippenger;
 pub mod profile;
 pub mod source;
+pub mod synthetic;
 pub mod trace;
 
 pub use accelerator::{GpuAccelerator, GpuOptions};

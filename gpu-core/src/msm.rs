@@ -49,6 +49,8 @@ pub trait DeviceCurve: DeviceCopy {
     fn pl_sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
     /// Parameter generation's fixed-base products.
     fn fixed_base_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
+    /// Timing workloads' synthetic bases.
+    fn synthetic_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
 }
 
 /// Which MSM kernel runs the listed and dense terms.
@@ -107,6 +109,9 @@ impl DeviceCurve for G1Affine {
     fn fixed_base_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g1_fixed_base
     }
+    fn synthetic_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g1_synthetic
+    }
 }
 
 impl DeviceCurve for G2Affine {
@@ -130,6 +135,9 @@ impl DeviceCurve for G2Affine {
     }
     fn fixed_base_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g2_fixed_base
+    }
+    fn synthetic_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g2_synthetic
     }
 }
 

@@ -11,5 +11,6 @@ pub mod pce;
 pub mod point;
 pub mod report;
 pub mod sweep;
+pub mod synthetic;
 pub mod units;
 pub mod workloads;

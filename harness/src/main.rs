@@ -77,6 +77,10 @@ enum Cmd {
         #[command(flatten)]
         run: RunConfig,
     },
+    /// Time a partition shaped like a 32 GiB PoRep's (domain 2^27, about 130M aux variables, a
+    /// PoRep witness's mix) on a device backend, against random bases made on the device: a
+    /// timing workload, not a proof.
+    Synthetic(harness::synthetic::SyntheticArgs),
     /// Prove a PoRep C2 from a C1 output (filecoin-proofs-api's JSON, as Lotus and Curio write
     /// it, or filecoin-proofs' raw JSON) through the engine; check it with verify_seal.
     C2(C2Args),
@@ -291,6 +295,7 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             Ok(())
         }
         Cmd::C2(args) => c2(args),
+        Cmd::Synthetic(args) => harness::synthetic::synthetic(args),
         Cmd::Filecoin {
             cmd:
                 FilecoinCmd::Seal {

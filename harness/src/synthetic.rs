@@ -1,0 +1,255 @@
+//! `proofline synthetic`: a partition shaped like a 32 GiB PoRep's (domain 2^27, about 130M aux
+//! variables, the PoRep witness's mix and densities) through a device backend's accelerator
+//! worker, the engine's accelerator stage: a, b, c and the witness go from host memory through
+//! the worker's pinned staging to the device, the H pipeline and every MSM run (b_g2 included)
+//! against random bases made on the device. A timing workload, not a proof: a 32 GiB sector's
+//! proving key cannot be generated here, so the bases are synthetic and nothing is verified.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+use gpu_core::synthetic::SyntheticKey;
+use gpu_core::{Device, GpuAccelerator};
+use prover_core::ledger::{human_bytes, Stage, StageLedger};
+use prover_core::synthetic::{key_shape, SyntheticSpec};
+use prover_core::GpuBackend;
+
+use crate::config::BackendKind;
+
+/// What every line about the workload says.
+pub const NOT_A_PROOF: &str = "a timing workload, not a proof";
+
+/// `proofline synthetic`'s options.
+#[derive(clap::Args, Debug)]
+pub struct SyntheticArgs {
+    /// The device backend.
+    #[arg(long, value_enum)]
+    pub backend: BackendKind,
+    /// The evaluation domain, as a power of two (27: a 32 GiB PoRep partition's).
+    #[arg(long = "log2-domain", default_value_t = 27)]
+    pub log2_domain: u32,
+    /// Partitions to run, one after another on one worker (the first pays one-time costs).
+    #[arg(long, default_value_t = 3)]
+    pub partitions: usize,
+    /// The device's ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub gpu: usize,
+    /// OpenCL devices (opencl only; `--opencl-device`'s syntax).
+    #[arg(long = "opencl-device")]
+    pub opencl_device: Option<String>,
+    /// Caps the device memory used (`80GiB`).
+    #[arg(long = "gpu-mem-limit", value_parser = crate::units::parse_size)]
+    pub gpu_mem_limit: Option<u64>,
+    /// The seed of the partition and the bases (default: random).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Trace the device: the CSV, an SVG beside it, busy and idle time printed.
+    #[arg(long = "device-trace")]
+    pub device_trace: Option<PathBuf>,
+}
+
+impl SyntheticArgs {
+    /// Refuses what cannot run, with a clear message.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.backend == BackendKind::Cpu {
+            return Err(
+                "the synthetic partition runs on a device backend: --backend cuda or opencl".into(),
+            );
+        }
+        if !(10..=27).contains(&self.log2_domain) {
+            return Err("--log2-domain must be between 10 and 27".into());
+        }
+        if !(1..=64).contains(&self.partitions) {
+            return Err("--partitions must be between 1 and 64".into());
+        }
+        if self.backend != BackendKind::Opencl && self.opencl_device.is_some() {
+            return Err("--opencl-device applies to the opencl backend".into());
+        }
+        Ok(())
+    }
+}
+
+/// Runs the workload on the backend `args` names.
+pub fn synthetic(args: SyntheticArgs) -> anyhow::Result<()> {
+    args.validate().map_err(anyhow::Error::msg)?;
+    let trace = args.device_trace.is_some();
+    match args.backend {
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => run(
+            &backend_cuda::open(backend_cuda::CudaOptions {
+                mem_limit: args.gpu_mem_limit,
+                faults: None,
+                trace,
+            })?,
+            &args,
+        ),
+        #[cfg(feature = "opencl")]
+        BackendKind::Opencl => run(
+            &backend_opencl::open(backend_opencl::OpenClOptions {
+                selector: backend_opencl::Selector::parse(
+                    args.opencl_device.as_deref().unwrap_or(""),
+                )
+                .map_err(anyhow::Error::msg)?,
+                mem_limit: args.gpu_mem_limit,
+                faults: None,
+                trace,
+            })?,
+            &args,
+        ),
+        other => anyhow::bail!("this proofline was built without the {other:?} backend"),
+    }
+}
+
+fn run<D: Device>(acc: &GpuAccelerator<D>, args: &SyntheticArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.gpu < acc.device_count(),
+        "--gpu {}: the backend has {} device(s)",
+        args.gpu,
+        acc.device_count()
+    );
+    acc.describe().iter().for_each(|l| println!("{l}"));
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let spec = SyntheticSpec::scaled(args.log2_domain);
+    println!(
+        "synthetic partition shaped like a 32 GiB PoRep's, {NOT_A_PROOF}: domain 2^{}, {} constraints, {} aux variables (51% zeros, 47% ones, 2% dense), seed {seed}",
+        args.log2_domain, spec.constraints, spec.aux
+    );
+    let t = Instant::now();
+    let partition = spec.partition(seed);
+    let shape = partition.shape();
+    println!(
+        "host partition: {} (a, b, c, witness, densities) in {:.1} s; A uses {} aux variables, B {}",
+        human_bytes(partition.heap_bytes() as u64),
+        t.elapsed().as_secs_f64(),
+        shape.a_aux,
+        shape.b_aux
+    );
+    let key = SyntheticKey::new(key_shape(&partition), seed);
+    let ledger = StageLedger::new();
+    let t = Instant::now();
+    let prepared = acc
+        .prepare_synthetic(&key, &ledger)
+        .context("making the synthetic bases")?;
+    println!(
+        "synthetic bases on the device: {} in {:.1} s (tables of 2^{} random points, sums made on the device)",
+        human_bytes(key.bases_bytes()),
+        t.elapsed().as_secs_f64(),
+        key.table_log
+    );
+    let mut worker = acc.worker(args.gpu, 0)?;
+    let mut times = Vec::new();
+    for k in 0..args.partitions {
+        let copy = partition.clone();
+        let mut token = ledger.enter(Stage::OnAccelerator, 0, k);
+        let t = Instant::now();
+        let out = worker.accelerate(&prepared, copy, &mut token.backend_buffers());
+        let secs = t.elapsed().as_secs_f64();
+        token.release_backend_buffers();
+        drop(token);
+        out.map_err(|h| anyhow::anyhow!("partition {k}: {}", h.error))?;
+        println!("partition {k}: accelerator + b_g2 {secs:.3} s ({NOT_A_PROOF})");
+        times.push(secs);
+    }
+    let mut sorted = times.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    let later = &times[1.min(times.len() - 1)..];
+    println!(
+        "accelerator + b_g2 per partition: median {median:.3} s, best {:.3} s, mean after the first {:.3} s, over {} partitions ({NOT_A_PROOF})",
+        sorted[0],
+        later.iter().sum::<f64>() / later.len() as f64,
+        times.len()
+    );
+    let snap = ledger.snapshot();
+    println!(
+        "device memory: ledger peak {} (bases {}), {}",
+        human_bytes(snap.device_total.peak),
+        human_bytes(key.bases_bytes()),
+        acc.device_memory()
+            .iter()
+            .map(|m| format!(
+                "device {}: allocated peak {}, driver {} above its baseline",
+                m.device,
+                human_bytes(m.allocated_peak),
+                m.driver_above_baseline().map_or("-".into(), human_bytes)
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    let steps = acc.step_times();
+    if !steps.is_empty() {
+        let s: Vec<String> = steps
+            .iter()
+            .map(|s| format!("{} {:.3} s ({}x)", s.name, s.seconds, s.count))
+            .collect();
+        println!("device steps, summed: {}", s.join(", "));
+    }
+    if let Some(path) = &args.device_trace {
+        let spans = acc.device_trace();
+        crate::report::device_trace::trace_summary(&spans)
+            .iter()
+            .for_each(|l| println!("{l}"));
+        let title = format!(
+            "synthetic 32 GiB-shaped partition (2^{}), {NOT_A_PROOF}",
+            args.log2_domain
+        );
+        let (csv, svg) = crate::report::device_trace::write_trace(path, &spans, &title)
+            .map_err(anyhow::Error::msg)?;
+        println!(
+            "device trace: {} spans in {} and {}",
+            spans.len(),
+            csv.display(),
+            svg.display()
+        );
+    }
+    drop(prepared);
+    anyhow::ensure!(
+        ledger.snapshot().is_balanced(),
+        "the ledger did not balance: {}",
+        ledger.snapshot()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(backend: BackendKind) -> SyntheticArgs {
+        SyntheticArgs {
+            backend,
+            log2_domain: 27,
+            partitions: 3,
+            gpu: 0,
+            opencl_device: None,
+            gpu_mem_limit: None,
+            seed: None,
+            device_trace: None,
+        }
+    }
+
+    #[test]
+    fn bad_options_are_refused_with_a_reason() {
+        assert!(args(BackendKind::Cuda).validate().is_ok());
+        let e = args(BackendKind::Cpu).validate().unwrap_err();
+        assert!(e.contains("device backend"), "{e}");
+        for bad in [9, 28] {
+            let a = SyntheticArgs {
+                log2_domain: bad,
+                ..args(BackendKind::Cuda)
+            };
+            assert!(a.validate().unwrap_err().contains("--log2-domain"));
+        }
+        let a = SyntheticArgs {
+            partitions: 0,
+            ..args(BackendKind::Opencl)
+        };
+        assert!(a.validate().unwrap_err().contains("--partitions"));
+        let a = SyntheticArgs {
+            opencl_device: Some("nvidia".into()),
+            ..args(BackendKind::Cuda)
+        };
+        assert!(a.validate().unwrap_err().contains("--opencl-device"));
+    }
+}
