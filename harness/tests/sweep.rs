@@ -192,6 +192,20 @@ fn bad_options_are_refused_with_a_message() {
     assert!(!ok && err.contains("--synthesis-threads"), "{err}");
     let (ok, err) = run(&["prove", "--pw", "0"]);
     assert!(!ok && err.contains("--pw"), "{err}");
+    // The device trace and the synthetic partition need a device backend, and sane sizes.
+    let (ok, err) = run(&["prove", "--device-trace", "t.csv"]);
+    assert!(
+        !ok && err.contains("--device-trace traces a device backend"),
+        "{err}"
+    );
+    let (ok, err) = run(&["synthetic", "--backend", "cpu"]);
+    assert!(!ok && err.contains("device backend"), "{err}");
+    let (ok, err) = run(&["synthetic", "--backend", "opencl", "--log2-domain", "40"]);
+    assert!(!ok && err.contains("--log2-domain"), "{err}");
+    let (ok, err) = run(&["synthetic", "--backend", "cuda", "--partitions", "0"]);
+    assert!(!ok && err.contains("--partitions"), "{err}");
+    let (ok, err) = run(&["synthetic", "--backend", "opencl", "--seed", "-1"]);
+    assert!(!ok && !err.contains("panicked"), "{err}");
     for (_, err) in [
         run(&["sweep", "--pw", "18446744073709551615"]),
         run(&["prove", "--synthesis-threads", "100000"]),

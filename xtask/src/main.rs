@@ -18,12 +18,12 @@
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask sweep [--pw 10..15] [options]   (cargo xtask sweep --help)\n       cargo xtask prove [--pw N] [options]     (cargo xtask prove --help)\n       cargo xtask filecoin seal --sector-size 2KiB --out DIR\n       cargo xtask c2 --c1 DIR/c1.json [--out proof.bin] (cargo xtask c2 --help)\n       cargo xtask kernels --cuda-arch sm_90\n       cargo xtask report DIR";
+const USAGE: &str = "usage: cargo xtask sweep [--pw 10..15] [options]   (cargo xtask sweep --help)\n       cargo xtask prove [--pw N] [options]     (cargo xtask prove --help)\n       cargo xtask filecoin seal --sector-size 2KiB --out DIR\n       cargo xtask c2 --c1 DIR/c1.json [--out proof.bin] (cargo xtask c2 --help)\n       cargo xtask kernels --cuda-arch sm_90\n       cargo xtask synthetic --backend cuda [--partitions N]\n       cargo xtask report DIR";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("prove" | "sweep" | "c2" | "filecoin" | "kernels" | "report") => {}
+        Some("prove" | "sweep" | "c2" | "filecoin" | "kernels" | "report" | "synthetic") => {}
         Some("-h" | "--help") | None => {
             eprintln!("{USAGE}");
             return if args.is_empty() {

@@ -1,0 +1,109 @@
+//! The device commands end to end on OpenCL (POCL in CI, where `CI=true` makes a missing
+//! platform a failure): `prove --device-trace` writes a trace whose rows are the device's copies
+//! and kernels, and `synthetic` runs a small 32 GiB-shaped partition and says it is not a proof.
+
+use std::process::Command;
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Runs `proofline args`; `None` (skipped, reason printed) when there is no OpenCL here and
+/// this is not CI.
+fn run(args: &[&str]) -> Option<(bool, String)> {
+    let o = Command::new(env!("CARGO_BIN_EXE_proofline"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    if !o.status.success() && text.contains("an OpenCL device") && !in_ci() {
+        eprintln!("skipped: no OpenCL here ({text})");
+        return None;
+    }
+    Some((o.status.success(), text))
+}
+
+#[test]
+fn prove_device_trace_writes_the_devices_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("trace/t.csv");
+    let params = dir.path().join("params");
+    let Some((ok, out)) = run(&[
+        "prove",
+        "--backend",
+        "opencl",
+        "--replay",
+        "--pw",
+        "1",
+        "--partitions",
+        "2",
+        "--jobs",
+        "1",
+        "--log2-constraints",
+        "8",
+        "--params-dir",
+        params.to_str().unwrap(),
+        "--device-trace",
+        csv.to_str().unwrap(),
+    ]) else {
+        return;
+    };
+    assert!(ok, "{out}");
+    assert!(out.contains("device 0 trace: 2 partitions"), "{out}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert!(rows.iter().any(|r| r.contains(",kernel,")), "{text}");
+    assert!(rows.iter().any(|r| r.contains(",copy_in,copy,")), "{text}");
+    assert!(
+        rows.iter().any(|r| r.contains(",msm_b_g2,kernel,")),
+        "{text}"
+    );
+    let svg = std::fs::read_to_string(csv.with_extension("svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("partition 1, every kernel"));
+}
+
+#[test]
+fn synthetic_runs_a_small_partition_and_says_it_is_no_proof() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("syn.csv");
+    let Some((ok, out)) = run(&[
+        "synthetic",
+        "--backend",
+        "opencl",
+        "--log2-domain",
+        "10",
+        "--partitions",
+        "2",
+        "--device-trace",
+        csv.to_str().unwrap(),
+    ]) else {
+        return;
+    };
+    assert!(ok, "{out}");
+    assert!(out.contains("a timing workload, not a proof"), "{out}");
+    assert!(out.contains("partition 1: accelerator + b_g2"), "{out}");
+    assert!(out.contains("device 0 trace: 2 partitions"), "{out}");
+    assert!(std::fs::read_to_string(&csv).unwrap().lines().count() > 10);
+    // Its negative twin: a device limit that cannot hold the bases is refused with the sizes.
+    let Some((ok, out)) = run(&[
+        "synthetic",
+        "--backend",
+        "opencl",
+        "--log2-domain",
+        "16",
+        "--partitions",
+        "1",
+        "--gpu-mem-limit",
+        "1MiB",
+    ]) else {
+        return;
+    };
+    assert!(
+        !ok && out.contains("synthetic key") && !out.contains("panicked"),
+        "{out}"
+    );
+}
