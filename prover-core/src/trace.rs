@@ -86,6 +86,13 @@ pub struct TraceSummary {
     pub by_step: BTreeMap<String, f64>,
     /// The longest gap with nothing running, seconds.
     pub longest_gap: f64,
+    /// Each partition's own window (its first span's start to its last span's end), seconds,
+    /// in partition order: what the device took for it, without the time between partitions.
+    pub partition_windows: Vec<f64>,
+    /// Seconds in which the partitions' own spans ran, summed over partitions (so
+    /// `partition_busy / sum(partition_windows)` is the share of a partition's window in which
+    /// its work kept the device busy; the rest waited for the host).
+    pub partition_busy: f64,
 }
 
 impl TraceSummary {
@@ -102,6 +109,41 @@ impl TraceSummary {
     pub fn idle(&self) -> f64 {
         (self.window - self.busy).max(0.0)
     }
+
+    /// The median of the partitions' windows (0 without partitions).
+    pub fn median_partition_window(&self) -> f64 {
+        let mut w = self.partition_windows.clone();
+        w.sort_by(f64::total_cmp);
+        w.get(w.len() / 2).copied().unwrap_or(0.0)
+    }
+
+    /// `partition_busy` over the sum of the partitions' windows (1 without partitions).
+    pub fn partition_busy_fraction(&self) -> f64 {
+        let total: f64 = self.partition_windows.iter().sum();
+        if total > 0.0 {
+            self.partition_busy / total
+        } else {
+            1.0
+        }
+    }
+}
+
+/// The union of sorted spans: (busy seconds, longest gap between them).
+fn union<'a>(sorted: impl Iterator<Item = &'a DeviceSpan>) -> (f64, f64) {
+    let (mut busy, mut longest_gap) = (0.0f64, 0.0f64);
+    let mut covered_to: Option<f64> = None;
+    for s in sorted {
+        let to = covered_to.unwrap_or(s.start);
+        if s.start > to {
+            longest_gap = longest_gap.max(s.start - to);
+        }
+        let from = s.start.max(to);
+        if s.end > from {
+            busy += s.end - from;
+        }
+        covered_to = Some(to.max(s.end));
+    }
+    (busy, longest_gap)
 }
 
 /// The figures of each device that has spans in `spans`, by ordinal.
@@ -116,24 +158,22 @@ pub fn summarize(spans: &[DeviceSpan]) -> Vec<TraceSummary> {
             spans.sort_by(|a, b| a.start.total_cmp(&b.start));
             let mut by_kind = BTreeMap::new();
             let mut by_step = BTreeMap::new();
-            let mut partitions = std::collections::BTreeSet::new();
-            let (mut busy, mut longest_gap) = (0.0f64, 0.0f64);
+            let mut partitions: BTreeMap<u64, Vec<&DeviceSpan>> = BTreeMap::new();
             let first = spans.first().map_or(0.0, |s| s.start);
             let mut last = first;
-            let mut covered_to = first;
             for s in &spans {
                 *by_kind.entry(s.kind).or_insert(0.0) += s.seconds();
                 *by_step.entry(s.step.clone()).or_insert(0.0) += s.seconds();
-                partitions.insert(s.partition);
-                if s.start > covered_to {
-                    longest_gap = longest_gap.max(s.start - covered_to);
-                }
-                let from = s.start.max(covered_to);
-                if s.end > from {
-                    busy += s.end - from;
-                }
-                covered_to = covered_to.max(s.end);
+                partitions.entry(s.partition).or_default().push(s);
                 last = last.max(s.end);
+            }
+            let (busy, longest_gap) = union(spans.iter().copied());
+            let mut partition_windows = Vec::new();
+            let mut partition_busy = 0.0;
+            for own in partitions.values() {
+                let end = own.iter().map(|s| s.end).fold(f64::NEG_INFINITY, f64::max);
+                partition_windows.push(end - own[0].start);
+                partition_busy += union(own.iter().copied()).0;
             }
             TraceSummary {
                 device,
@@ -143,6 +183,8 @@ pub fn summarize(spans: &[DeviceSpan]) -> Vec<TraceSummary> {
                 by_kind,
                 by_step,
                 longest_gap,
+                partition_windows,
+                partition_busy,
             }
         })
         .collect()
@@ -192,6 +234,11 @@ mod tests {
         assert!((d0.by_kind[&SpanKind::CopyIn] - 2.0).abs() < 1e-12);
         assert!((d0.by_step["msm"] - 3.0).abs() < 1e-12);
         assert!((d0.busy_fraction() - 4.0 / 6.0).abs() < 1e-12);
+        // Partition 0: [0, 2]; partition 1: [1, 3] and [5, 6], a window of 5 with 3 busy.
+        assert_eq!(d0.partition_windows, [2.0, 5.0]);
+        assert!((d0.partition_busy - 5.0).abs() < 1e-12);
+        assert!((d0.partition_busy_fraction() - 5.0 / 7.0).abs() < 1e-12);
+        assert_eq!(d0.median_partition_window(), 5.0);
         // A span inside another adds nothing to busy.
         let nested = summarize(&[
             span(0, 0, SpanKind::Kernel, 0.0, 4.0),

@@ -39,6 +39,11 @@ pub fn trace_summary(spans: &[DeviceSpan]) -> Vec<String> {
             d.idle(),
             1e3 * d.longest_gap
         ));
+        lines.push(format!(
+            "  per partition: median window {:.3} ms on the device, its own work busy {:.1}% of its window",
+            1e3 * d.median_partition_window(),
+            100.0 * d.partition_busy_fraction()
+        ));
         let kinds: Vec<String> = d
             .by_kind
             .iter()
@@ -310,8 +315,11 @@ mod tests {
         assert!(lines[0].contains("2 partitions in 0.006 s"), "{}", lines[0]);
         assert!(lines[0].contains("busy 0.005 s (83.3%)"), "{}", lines[0]);
         assert!(lines[0].contains("longest gap 1.000 ms"), "{}", lines[0]);
-        assert!(lines[1].contains("kernel 0.004 s"), "{}", lines[1]);
-        assert!(lines[2].contains("msm_l 0.003 s"), "{}", lines[2]);
+        // Partition 0: [0, 3] all busy; partition 1: [0.002, 0.006], 3 of 4 ms busy.
+        assert!(lines[1].contains("median window 4.000 ms"), "{}", lines[1]);
+        assert!(lines[1].contains("busy 85.7%"), "{}", lines[1]);
+        assert!(lines[2].contains("kernel 0.004 s"), "{}", lines[2]);
+        assert!(lines[3].contains("msm_l 0.003 s"), "{}", lines[3]);
         assert!(trace_summary(&[]).is_empty());
     }
 
