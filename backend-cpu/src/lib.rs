@@ -99,11 +99,13 @@ impl AcceleratorWorker for CpuWorker {
             a: msm_terms(&params.a, &plan.a, &witness),
             b_g1: msm_terms(&params.b_g1, &plan.b, &witness),
         };
+        // a/b/c became the H vector, already freed.
         Ok(PendingProof {
             sums,
             b_g2: None,
             plan,
             witness,
+            spent: None,
         })
     }
 }

@@ -628,11 +628,13 @@ impl<D: Device> AcceleratorWorker for GpuWorker<D> {
             None => self.run(resident, params, &partition, &plan, &domain, buffers),
         };
         match outcome {
+            // a/b/c go back to the engine, which frees them off this thread.
             Ok((sums, b_g2)) => Ok(PendingProof {
                 sums,
                 b_g2: Some(b_g2),
                 plan,
                 witness: partition.witness,
+                spent: Some(partition.evaluations),
             }),
             Err(e) => Err(HandBack {
                 partition: Box::new(partition),

@@ -38,8 +38,14 @@ pub struct PendingProof {
     pub b_g2: Option<G2Projective>,
     /// The partition's query plan (the finalizer's b_g2 MSM follows it).
     pub plan: QueryPlan,
-    /// The witness (a/b/c are gone).
+    /// The witness.
     pub witness: Witness,
+    /// The partition's a, b and c when the backend gives them back instead of freeing them
+    /// itself, so that the engine frees them off the accelerator's thread (at 2^27 they are
+    /// 11.6 GiB, and freeing them took 0.55 s: the device would idle that long); the ledger and
+    /// the byte budget count them until they are freed. `None`: the backend freed or consumed
+    /// them.
+    pub spent: Option<crate::synthesize::Evaluations>,
 }
 
 /// A partition handed back untouched by a failing accelerator, with the reason, so that the

@@ -400,9 +400,15 @@ impl AcceleratorWorker for TestWorker {
             .map_or(Behaviour::Pass, |r| r.1);
         match behaviour {
             Behaviour::Pass => {
+                // As a device backend does: a/b/c go back to the engine to be freed off this
+                // thread (the CPU worker consumes them, so a copy stands in).
+                let spent = partition.evaluations.clone();
                 let out = CpuWorker.accelerate(&state.cpu, partition, buffers);
                 buffers.release(BackendBuffer::DeviceAbc);
-                out
+                out.map(|p| PendingProof {
+                    spent: Some(spent),
+                    ..p
+                })
             }
             Behaviour::Fail => Err(hand_back(partition, "failing on purpose")),
             Behaviour::Panic => panic!("test backend panics on purpose"),

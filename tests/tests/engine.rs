@@ -132,6 +132,45 @@ proptest! {
     }
 }
 
+/// A backend that gives a/b/c back (`PendingProof::spent`, the test backend, as the device
+/// backends do) has them freed on the finalizer's thread: the ledger counts them into the
+/// finalizing stage until then, and balances. Its twin, the CPU backend (which consumes them),
+/// leaves nothing of them to finalizing.
+#[test]
+fn given_back_abc_stays_in_the_ledger_until_the_finalizer_frees_it() {
+    let (prepared, pvk) = setup();
+    let (abc, _) = estimate_partition_bytes(prepared.params());
+    let config = || Config {
+        pw: 2,
+        synthesis_threads: 2,
+        finalizer_threads: 1,
+        ..Config::default()
+    };
+    let engine = engine(config(), Gate::opened(), vec![]);
+    check_job(&pvk, 0, &submit(&engine, &prepared, 0, 4).wait().unwrap());
+    let ledger = engine.ledger().clone();
+    engine.shutdown();
+    let s = ledger.snapshot();
+    assert!(s.is_balanced(), "{s}");
+    assert!(s.stage(Stage::Finalizing).bytes.peak >= abc, "{s}");
+    // Twin: the CPU backend.
+    let params = prepared.params().clone();
+    let cpu: Engine<RandomCircuit, CpuSynthesizer> = Engine::new(
+        config(),
+        CpuSynthesizer,
+        Arc::new(CpuBackend),
+        Arc::new(CpuBackend),
+    )
+    .unwrap();
+    let cpu_prepared = cpu.prepare(params).unwrap();
+    check_job(&pvk, 0, &submit(&cpu, &cpu_prepared, 0, 4).wait().unwrap());
+    let ledger = cpu.ledger().clone();
+    cpu.shutdown();
+    let s = ledger.snapshot();
+    assert!(s.is_balanced(), "{s}");
+    assert!(s.stage(Stage::Finalizing).bytes.peak < abc, "{s}");
+}
+
 #[test]
 fn after_synthesis_piles_up_in_front_of_a_held_accelerator() {
     let (prepared, pvk) = setup();

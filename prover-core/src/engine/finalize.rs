@@ -19,24 +19,41 @@ pub(super) type DeallocItem = (Witness, InFlight);
 /// Where the remains go.
 pub(super) type Dealloc = mpsc::Sender<DeallocItem>;
 
-/// Ends a partition's accelerator stage (on a device or the fallback): a/b/c are gone, so their
-/// share of the budget goes back; the partition moves on to the finalizer pool.
+/// Ends a partition's accelerator stage (on a device or the fallback) and moves it on to the
+/// finalizer pool. When a/b/c are gone, their ledger entry and their share of the budget go back
+/// now; when the backend gave them back (`PendingProof::spent`), the finalizer's thread frees
+/// them first and gives their entry and share back then, so that the accelerator's thread goes
+/// on to its next partition at once and nothing is counted as freed before it is.
 pub(super) fn finish(
     core: &Arc<Core>,
     mut inflight: InFlight,
-    pending: PendingProof,
+    mut pending: PendingProof,
     pool: &ThreadPool,
     dealloc: &Dealloc,
 ) {
+    let spent = pending.spent.take();
+    if spent.is_none() {
+        abc_gone(&mut inflight);
+    }
+    inflight.token.advance(Stage::Finalizing);
+    let core = core.clone();
+    let dealloc = dealloc.clone();
+    pool.spawn(move || {
+        if let Some(abc) = spent {
+            drop(abc);
+            abc_gone(&mut inflight);
+        }
+        finalize(core, inflight, pending, dealloc)
+    });
+}
+
+/// a/b/c are freed: their ledger entry and their share of the budget go back.
+fn abc_gone(inflight: &mut InFlight) {
     inflight.token.release(BufferKind::Abc);
     let abc = inflight.job.estimate.0;
     if let Some(b) = &mut inflight.budget {
         b.release(abc);
     }
-    inflight.token.advance(Stage::Finalizing);
-    let core = core.clone();
-    let dealloc = dealloc.clone();
-    pool.spawn(move || finalize(core, inflight, pending, dealloc));
 }
 
 fn finalize(core: Arc<Core>, mut inflight: InFlight, pending: PendingProof, dealloc: Dealloc) {
