@@ -226,7 +226,7 @@ pub struct RunConfig {
     #[arg(long, value_enum, default_value_t = SynthesisMode::Cs)]
     #[serde(default)]
     pub synthesis: SynthesisMode,
-    /// Whether the device backend traces its queues (set by `prove --device-trace`).
+    /// Whether the device backend traces its queues (set by `--device-trace`).
     #[arg(skip)]
     #[serde(default)]
     pub trace: bool,
@@ -282,6 +282,12 @@ impl RunConfig {
         {
             return Err(
                 "--gpus, --opencl-device and --gpu-mem-limit apply to the cuda and opencl backends"
+                    .into(),
+            );
+        }
+        if self.trace && self.backend == BackendKind::Cpu {
+            return Err(
+                "--device-trace traces a device backend: add --backend cuda or --backend opencl"
                     .into(),
             );
         }

@@ -62,6 +62,9 @@ enum Cmd {
         /// Output folder (default: target/sweep/<UTC time>).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Trace the device at every point (cuda/opencl): device-trace-pw<N>.csv and .svg.
+        #[arg(long = "device-trace")]
+        device_trace: bool,
         #[command(flatten)]
         run: RunConfig,
     },
@@ -158,9 +161,13 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             pw,
             ram_limit,
             out,
+            device_trace,
             run,
         } => {
-            let run = run.normalized();
+            let run = RunConfig {
+                trace: device_trace,
+                ..run.normalized()
+            };
             run.validate().map_err(msg)?;
             let out = output_folder(out.as_deref()).map_err(msg)?;
             let cfg = SweepConfig {
@@ -236,6 +243,12 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             };
             let outcome = run_point(&cfg, pw, &mut progress)?;
             write_file(&timeline, timeline_csv(&outcome.timeline).as_bytes()).map_err(msg)?;
+            if cfg.trace {
+                let path = timeline.with_file_name(format!("device-trace-pw{pw}.csv"));
+                let title = format!("{}, pw {pw}", harness::report::report_title(&cfg));
+                harness::report::device_trace::write_trace(&path, &outcome.device_trace, &title)
+                    .map_err(msg)?;
+            }
             let json = serde_json::to_string_pretty(&outcome.result)?;
             write_file(&result, json.as_bytes()).map_err(msg)
         }
@@ -244,10 +257,6 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             device_trace,
             run,
         } => {
-            anyhow::ensure!(
-                device_trace.is_none() || run.backend != harness::config::BackendKind::Cpu,
-                "--device-trace traces a device backend: add --backend cuda or --backend opencl"
-            );
             let cfg = RunConfig {
                 trace: device_trace.is_some(),
                 ..run.normalized()

@@ -67,6 +67,44 @@ fn prove_device_trace_writes_the_devices_timeline() {
 }
 
 #[test]
+fn a_traced_sweep_writes_each_points_device_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let params = dir.path().join("params");
+    let Some((ok, text)) = run(&[
+        "sweep",
+        "--backend",
+        "opencl",
+        "--device-trace",
+        "--pw",
+        "1,2",
+        "--partitions",
+        "2",
+        "--jobs",
+        "1",
+        "--log2-constraints",
+        "8",
+        "--params-dir",
+        params.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]) else {
+        return;
+    };
+    assert!(ok, "{text}");
+    for pw in [1, 2] {
+        let csv = std::fs::read_to_string(out.join(format!("device-trace-pw{pw}.csv"))).unwrap();
+        assert!(
+            csv.lines().skip(1).any(|r| r.contains(",kernel,")),
+            "pw {pw}: {csv}"
+        );
+        assert!(out.join(format!("device-trace-pw{pw}.svg")).exists());
+    }
+    let results = std::fs::read_to_string(out.join("results.json")).unwrap();
+    assert!(results.contains("\"trace\": true"), "{results}");
+}
+
+#[test]
 fn synthetic_runs_a_small_partition_and_says_it_is_no_proof() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("syn.csv");

@@ -193,11 +193,16 @@ fn bad_options_are_refused_with_a_message() {
     let (ok, err) = run(&["prove", "--pw", "0"]);
     assert!(!ok && err.contains("--pw"), "{err}");
     // The device trace and the synthetic partition need a device backend, and sane sizes.
-    let (ok, err) = run(&["prove", "--device-trace", "t.csv"]);
-    assert!(
-        !ok && err.contains("--device-trace traces a device backend"),
-        "{err}"
-    );
+    for args in [
+        &["prove", "--device-trace", "t.csv"][..],
+        &["sweep", "--device-trace", "--pw", "1"][..],
+    ] {
+        let (ok, err) = run(args);
+        assert!(
+            !ok && err.contains("--device-trace traces a device backend"),
+            "{err}"
+        );
+    }
     let (ok, err) = run(&["synthetic", "--backend", "cpu"]);
     assert!(!ok && err.contains("device backend"), "{err}");
     let (ok, err) = run(&["synthetic", "--backend", "opencl", "--log2-domain", "40"]);
