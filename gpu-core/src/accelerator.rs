@@ -102,7 +102,7 @@ impl<D: Device> GpuAccelerator<D> {
             name,
             devices,
             faults: Arc::new(options.faults),
-            profile: Arc::new(Profile::from_env().with_tracing(options.trace)),
+            profile: Arc::new(Profile::from_env()),
             trace: Arc::new(Trace::new(options.trace)),
             msm: options.msm,
             scan: options.scan,
@@ -148,12 +148,12 @@ impl<D: Device> GpuAccelerator<D> {
         ledger: &StageLedger,
     ) -> Result<PreparedParameters> {
         let (t1, t2) = key.tables();
+        let need = key.bases_bytes() + working_bytes(key.shape.domain);
         let devices = self
             .devices
             .iter()
             .enumerate()
             .map(|(i, gpu)| {
-                let need = key.bases_bytes() + working_bytes(key.shape.domain);
                 if gpu.gauge.available() < need {
                     return Err(Error::Resource {
                         what: "device memory for a synthetic key",
@@ -277,26 +277,21 @@ fn synthetic_resident<D: Device>(
 ) -> DeviceResult<Resident<D>> {
     let mut q = gpu.device.queue()?;
     let mut tokens = Vec::new();
-    let mut g1 = |query, what| -> DeviceResult<Option<DeviceBuffer<D>>> {
-        let n = key.len(query);
-        let buf = synthetic_bases(gpu, &mut q, t1, key.query_seed(query), n, None, what)?;
+    let mut make = |query, what| -> DeviceResult<Option<DeviceBuffer<D>>> {
+        let (n, seed) = (key.len(query), key.query_seed(query));
+        let buf = match query {
+            Query::BG2 => synthetic_bases(gpu, &mut q, t2, seed, n, None, what)?,
+            _ => synthetic_bases(gpu, &mut q, t1, seed, n, None, what)?,
+        };
         tokens.push(ledger.resident(ResidentKind::DeviceBases, buf.bytes()));
         Ok(Some(buf))
     };
-    let h = g1(Query::H, "synthetic H bases")?;
-    let l = g1(Query::L, "synthetic L bases")?;
-    let a = g1(Query::A, "synthetic A bases")?;
-    let b_g1 = g1(Query::BG1, "synthetic B G1 bases")?;
-    let n = key.len(Query::BG2);
-    let seed = key.query_seed(Query::BG2);
-    let b_g2 = synthetic_bases(gpu, &mut q, t2, seed, n, None, "synthetic B G2 bases")?;
-    tokens.push(ledger.resident(ResidentKind::DeviceBases, b_g2.bytes()));
     Ok(Resident {
-        h,
-        l,
-        a,
-        b_g1,
-        b_g2: Some(b_g2),
+        h: make(Query::H, "synthetic H bases")?,
+        l: make(Query::L, "synthetic L bases")?,
+        a: make(Query::A, "synthetic A bases")?,
+        b_g1: make(Query::BG1, "synthetic B G1 bases")?,
+        b_g2: make(Query::BG2, "synthetic B G2 bases")?,
         _tokens: tokens,
     })
 }

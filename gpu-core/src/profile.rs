@@ -10,6 +10,11 @@ use prover_core::StepTime;
 
 use crate::device::{DeviceResult, Queue};
 
+/// Whether the environment variable `name` is `1` or `true` (profiling's and tracing's switch).
+pub fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1" || v == "true")
+}
+
 /// The environment variable that turns profiling on.
 pub const PROFILE_VAR: &str = "PROOFLINE_GPU_PROFILE";
 
@@ -17,8 +22,6 @@ pub const PROFILE_VAR: &str = "PROOFLINE_GPU_PROFILE";
 #[derive(Debug, Default)]
 pub struct Profile {
     enabled: bool,
-    /// Whether the queues trace: each step then labels the spans it queues.
-    tracing: bool,
     steps: Mutex<Vec<StepTime>>,
 }
 
@@ -26,33 +29,22 @@ impl Profile {
     /// Profiling as `PROOFLINE_GPU_PROFILE` asks (`1` or `true`: on).
     pub fn from_env() -> Self {
         Profile {
-            enabled: std::env::var(PROFILE_VAR).is_ok_and(|v| v == "1" || v == "true"),
-            tracing: false,
+            enabled: env_flag(PROFILE_VAR),
             steps: Mutex::new(Vec::new()),
         }
     }
 
-    /// The same, with each step labelling the spans its queue traces when `tracing`.
-    pub fn with_tracing(mut self, tracing: bool) -> Self {
-        self.tracing = tracing;
-        self
-    }
-
     /// Runs `f` as the step `name` on `q`; when profiling, waits for the device and records;
-    /// when tracing, labels the spans `f` queues with `name`.
+    /// labels the spans `f` queues with `name` (a queue that is not tracing ignores it).
     pub fn step<Q: Queue, T>(
         &self,
         name: &str,
         q: &mut Q,
         f: impl FnOnce(&mut Q) -> DeviceResult<T>,
     ) -> DeviceResult<T> {
-        if self.tracing {
-            q.trace_label(name);
-        }
+        q.trace_label(name);
         let out = self.timed(name, q, f);
-        if self.tracing {
-            q.trace_label("");
-        }
+        q.trace_label("");
         out
     }
 

@@ -15,7 +15,7 @@ pub const TRACE_VAR: &str = "PROOFLINE_GPU_TRACE";
 
 /// Whether `PROOFLINE_GPU_TRACE` asks for tracing.
 pub fn trace_from_env() -> bool {
-    std::env::var(TRACE_VAR).is_ok_and(|v| v == "1" || v == "true")
+    crate::profile::env_flag(TRACE_VAR)
 }
 
 /// A copy or kernel as its queue timed it: seconds on the device's clock since the device was

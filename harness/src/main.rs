@@ -281,24 +281,14 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             let (o, _) = run_jobs(&cfg, pw, prepared, &mut |_, _| {})?;
             print_outcome(&o);
             if let Some(path) = device_trace {
-                harness::report::device_trace::trace_summary(&o.device_trace)
-                    .iter()
-                    .for_each(|l| println!("{l}"));
                 let title = format!(
                     "{}, 2^{}, pw {pw}, {} worker(s) a device",
                     cfg.circuit.name(),
                     cfg.log2_constraints,
                     cfg.gpu_workers
                 );
-                let (csv, svg) =
-                    harness::report::device_trace::write_trace(&path, &o.device_trace, &title)
-                        .map_err(msg)?;
-                println!(
-                    "device trace: {} spans in {} and {}",
-                    o.device_trace.len(),
-                    csv.display(),
-                    svg.display()
-                );
+                harness::report::device_trace::report_trace(&path, &o.device_trace, &title)
+                    .map_err(msg)?;
             }
             anyhow::ensure!(o.result.proofs_failed == 0, "some proofs failed");
             Ok(())

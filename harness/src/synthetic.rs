@@ -196,22 +196,12 @@ fn run<D: Device>(acc: &GpuAccelerator<D>, args: &SyntheticArgs) -> anyhow::Resu
         println!("device steps, summed: {}", s.join(", "));
     }
     if let Some(path) = &args.device_trace {
-        let spans = acc.device_trace();
-        crate::report::device_trace::trace_summary(&spans)
-            .iter()
-            .for_each(|l| println!("{l}"));
         let title = format!(
             "synthetic 32 GiB-shaped partition (2^{}), {NOT_A_PROOF}",
             args.log2_domain
         );
-        let (csv, svg) = crate::report::device_trace::write_trace(path, &spans, &title)
+        crate::report::device_trace::report_trace(path, &acc.device_trace(), &title)
             .map_err(anyhow::Error::msg)?;
-        println!(
-            "device trace: {} spans in {} and {}",
-            spans.len(),
-            csv.display(),
-            svg.display()
-        );
     }
     drop(prepared);
     anyhow::ensure!(

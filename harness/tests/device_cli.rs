@@ -27,18 +27,11 @@ fn run(args: &[&str]) -> Option<(bool, String)> {
     Some((o.status.success(), text))
 }
 
-#[test]
-fn prove_device_trace_writes_the_devices_timeline() {
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("trace/t.csv");
-    let params = dir.path().join("params");
-    let Some((ok, out)) = run(&[
-        "prove",
+/// A tiny OpenCL workload (two partitions of about 2^8 constraints), with `extra` options.
+fn tiny<'a>(params: &'a std::path::Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
         "--backend",
         "opencl",
-        "--replay",
-        "--pw",
-        "1",
         "--partitions",
         "2",
         "--jobs",
@@ -47,9 +40,28 @@ fn prove_device_trace_writes_the_devices_timeline() {
         "8",
         "--params-dir",
         params.to_str().unwrap(),
-        "--device-trace",
-        csv.to_str().unwrap(),
-    ]) else {
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn prove_device_trace_writes_the_devices_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("trace/t.csv");
+    let params = dir.path().join("params");
+    let mut args = vec!["prove"];
+    args.extend(tiny(
+        &params,
+        &[
+            "--replay",
+            "--pw",
+            "1",
+            "--device-trace",
+            csv.to_str().unwrap(),
+        ],
+    ));
+    let Some((ok, out)) = run(&args) else {
         return;
     };
     assert!(ok, "{out}");
@@ -71,24 +83,18 @@ fn a_traced_sweep_writes_each_points_device_trace() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");
     let params = dir.path().join("params");
-    let Some((ok, text)) = run(&[
-        "sweep",
-        "--backend",
-        "opencl",
-        "--device-trace",
-        "--pw",
-        "1,2",
-        "--partitions",
-        "2",
-        "--jobs",
-        "1",
-        "--log2-constraints",
-        "8",
-        "--params-dir",
-        params.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]) else {
+    let mut args = vec!["sweep"];
+    args.extend(tiny(
+        &params,
+        &[
+            "--device-trace",
+            "--pw",
+            "1,2",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
+    let Some((ok, text)) = run(&args) else {
         return;
     };
     assert!(ok, "{text}");

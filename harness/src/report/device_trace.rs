@@ -242,6 +242,20 @@ pub fn trace_svg(spans: &[DeviceSpan], title: &str) -> String {
     )
 }
 
+/// Prints the summary ([`trace_summary`]), writes the files ([`write_trace`]) and says where:
+/// what `prove --device-trace` and `synthetic --device-trace` end with.
+pub fn report_trace(path: &Path, spans: &[DeviceSpan], title: &str) -> Result<(), String> {
+    trace_summary(spans).iter().for_each(|l| println!("{l}"));
+    let (csv, svg) = write_trace(path, spans, title)?;
+    println!(
+        "device trace: {} spans in {} and {}",
+        spans.len(),
+        csv.display(),
+        svg.display()
+    );
+    Ok(())
+}
+
 /// Writes `path` (the CSV) and the SVG beside it (`path` with `.svg`); returns both paths.
 pub fn write_trace(
     path: &Path,
