@@ -34,6 +34,7 @@ use storage_proofs_post::fallback::{
 };
 
 pub mod porep;
+mod porep_circuit;
 pub mod seal;
 
 pub use filecoin_proofs;

@@ -27,14 +27,13 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_core::sector::SectorId;
-use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
+use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
 use crate::seal::seal_sector;
 use crate::{cached_parameters, CachedParameters};
 use prover_core::{GenProgress, PointCheck};
 
-/// The circuit of one PoRep partition.
-pub type PorepCircuit<Tree> = StackedCircuit<Tree, DefaultPieceHasher>;
+pub use crate::porep_circuit::{Partition, PorepCircuit};
 
 /// The registered proof (API version 1.1, interactive PoRep) of a sector size.
 pub fn registered_proof(sector_size: u64) -> Result<RegisteredSealProof> {
@@ -315,11 +314,12 @@ pub fn blank_circuit<Tree: 'static + MerkleTreeTrait>(
     config: &PoRepConfig,
 ) -> Result<PorepCircuit<Tree>> {
     let pp = public_params::<Tree>(config)?;
-    Ok(
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(
-            &pp.vanilla_params,
-        ),
-    )
+    Ok(PorepCircuit::Blank(<StackedCompound<
+        Tree,
+        DefaultPieceHasher,
+    > as CompoundProof<_, _>>::blank_circuit(
+        &pp.vanilla_params
+    )))
 }
 
 /// The PoRep parameters for `config` (see [`crate::cached_parameters`]: the production file
@@ -335,11 +335,12 @@ pub fn parameters<Tree: 'static + MerkleTreeTrait>(
         _,
     >>::cache_identifier(&pp.vanilla_params);
     let blank = || {
-        Ok(
-            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(
-                &pp.vanilla_params,
-            ),
-        )
+        Ok(PorepCircuit::<Tree>::Blank(<StackedCompound<
+            Tree,
+            DefaultPieceHasher,
+        > as CompoundProof<_, _>>::blank_circuit(
+            &pp.vanilla_params
+        )))
     };
     cached_parameters(&id, blank, check, progress)
 }
@@ -388,13 +389,10 @@ pub fn porep_circuits<Tree: 'static + MerkleTreeTrait>(
         .map(|(k, proof)| {
             // What slips through the checks of the C1 output must not take the process down.
             prover_core::catch_panic("building a PoRep circuit", || -> Result<_> {
-                let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
+                let circuit = PorepCircuit::Partition(Box::new(Partition::new(
                     &public_inputs,
-                    Default::default(),
                     proof,
-                    &pp.vanilla_params,
-                    Some(k),
-                )?;
+                )?));
                 let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
                     &public_inputs,
                     &pp.vanilla_params,

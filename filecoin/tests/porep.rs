@@ -13,8 +13,8 @@ use proofline_filecoin::{cached_parameters, prove_circuits, Tree2KiB};
 use prover_core::ledger::StageLedger;
 use prover_core::stages::Randomness;
 use prover_core::{
-    prove_with_randomness, CpuSynthesizer, GpuBackend, PceSynthesizer, PointCheck, Precompiled,
-    Proof, Stages,
+    prove_with_randomness, CpuSynthesizer, Error, GpuBackend, PceSynthesizer, PointCheck,
+    Precompiled, Proof, Stages, Synthesizer,
 };
 
 /// Pre-compiled synthesis (matrices recorded from the circuit) proves the same bytes as
@@ -110,6 +110,51 @@ fn porep_2kib_c2_is_accepted_by_verify_seal() {
     .unwrap();
     assert!(!again.generated);
     assert!(again.path.with_extension("vk").exists());
+}
+
+/// Pre-compiled synthesis assigns a partition's challenges each on its own thread; the partition
+/// is the one bellpepper's constraint system gives, value for value. Its twin: a C1 output with
+/// another sector's comm_d fails inside the challenges, and both synthesizers name the same first
+/// failing constraint.
+#[test]
+fn precompiled_synthesis_assigns_the_challenges_in_parallel_to_the_same_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand::thread_rng();
+    let sealed = porep::seal_c1(SECTOR_SIZE_2_KIB, &dir.path().join("a"), &mut rng).unwrap();
+    let other = porep::seal_c1(SECTOR_SIZE_2_KIB, &dir.path().join("b"), &mut rng).unwrap();
+    let config = sealed.output.registered_proof.as_v1_config();
+    let c1 = porep::raw_c1(&sealed.output).unwrap();
+    let (circuit, _) = porep::porep_circuits::<Tree2KiB>(&config, &c1)
+        .unwrap()
+        .remove(0);
+    match &circuit {
+        porep::PorepCircuit::Partition(p) => assert!(
+            p.challenges() > 1,
+            "one challenge: the parallel path would not run"
+        ),
+        porep::PorepCircuit::Blank(_) => panic!("a C1 output gave a blank circuit"),
+    }
+    let pce = Precompiled::record(circuit.clone()).unwrap();
+    assert_eq!(
+        pce.synthesize(circuit.clone()).unwrap(),
+        CpuSynthesizer.synthesize(circuit).unwrap()
+    );
+
+    let mut wrong = porep::raw_c1(&sealed.output).unwrap();
+    wrong.comm_d = porep::raw_c1(&other.output).unwrap().comm_d;
+    let (bad, _) = porep::porep_circuits::<Tree2KiB>(&config, &wrong)
+        .unwrap()
+        .remove(0);
+    let by_pce = pce.synthesize(bad.clone()).unwrap_err();
+    let by_cs = CpuSynthesizer.synthesize(bad).unwrap_err();
+    match &by_pce {
+        Error::Unsatisfied { annotation, .. } => assert!(
+            annotation.contains("challenge_0"),
+            "the first failing constraint is not in the first challenge: {annotation}"
+        ),
+        e => panic!("expected an unsatisfied constraint, got {e}"),
+    }
+    assert_eq!(by_pce.to_string(), by_cs.to_string());
 }
 
 #[test]
