@@ -6,8 +6,6 @@ use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
-use crate::draw::ScalarStream;
-
 /// The `dense` workload: a chain of constraints where every constraint touches all three
 /// linear combinations and the witness values are spread over the whole field (the worst case
 /// for the MSMs: no 0/1 scalars to skip).
@@ -69,9 +67,7 @@ impl DenseCircuit {
 
 impl Circuit<Scalar> for DenseCircuit {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        // The coefficients, drawn on all cores (the same values as `Scalar::random` one after
-        // another from the shape seed's stream).
-        let mut shape = ScalarStream::new(ChaCha20Rng::seed_from_u64(self.shape_seed));
+        let mut shape = ChaCha20Rng::seed_from_u64(self.shape_seed);
         let (inputs_v, start) = match self.witness_seed {
             Some(seed) => {
                 let mut rng = ChaCha20Rng::seed_from_u64(seed);
@@ -107,9 +103,9 @@ impl Circuit<Scalar> for DenseCircuit {
         let mut y = alloc(cs, 0, start.map(|s| s.0))?;
         let mut x = alloc(cs, 1, start.map(|s| s.1))?;
         for i in 0..self.constraints {
-            let alpha = shape.next_scalar();
-            let beta = shape.next_scalar();
-            let gamma = shape.next_scalar();
+            let alpha = Scalar::random(&mut shape);
+            let beta = Scalar::random(&mut shape);
+            let gamma = Scalar::random(&mut shape);
             let p = if inputs.is_empty() {
                 None
             } else {

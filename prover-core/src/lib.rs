@@ -23,7 +23,6 @@ pub mod budget;
 pub mod circuits;
 pub mod density;
 pub mod domain;
-mod draw;
 mod encoding;
 pub mod engine;
 pub mod error;
