@@ -173,16 +173,29 @@ pub struct DevicePoint {
     /// The most bytes the driver reported in use, read after each allocation.
     #[serde(default)]
     pub driver_peak_bytes: Option<u64>,
+    /// From the device's own timeline (traced runs only: `--device-trace`): the fraction of
+    /// the trace's window in which a copy or kernel ran on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_busy_fraction: Option<f64>,
 }
 
 impl DevicePoint {
-    /// A device's engine figures with its memory figures (where its backend reports them).
-    fn new(d: &prover_core::DeviceStats, memory: &[prover_core::DeviceMemory]) -> Self {
+    /// A device's engine figures with its memory figures (where its backend reports them)
+    /// and its busy share of its own timeline (where it was traced).
+    fn new(
+        d: &prover_core::DeviceStats,
+        memory: &[prover_core::DeviceMemory],
+        traced: &[prover_core::TraceSummary],
+    ) -> Self {
         let m = memory.iter().find(|m| m.device == d.device);
+        let t = traced
+            .iter()
+            .find(|t| t.device == d.device && t.window > 0.0);
         DevicePoint {
             allocated_peak_bytes: m.map(|m| m.allocated_peak),
             driver_baseline_bytes: m.and_then(|m| m.driver_baseline),
             driver_peak_bytes: m.and_then(|m| m.driver_peak),
+            trace_busy_fraction: t.map(|t| (t.busy / t.window).min(1.0)),
             ..DevicePoint::from(d)
         }
     }
@@ -210,6 +223,7 @@ impl From<&prover_core::DeviceStats> for DevicePoint {
             allocated_peak_bytes: None,
             driver_baseline_bytes: None,
             driver_peak_bytes: None,
+            trace_busy_fraction: None,
         }
     }
 }
@@ -506,6 +520,8 @@ pub fn run_jobs(
     // A throughput is only a throughput if the proofs are good.
     let timed = |v: f64| (proofs_failed == 0).then_some(v);
     let memory = backend.device_memory();
+    let device_trace = backend.device_trace();
+    let traced = prover_core::trace::summarize(&device_trace);
     let stage_peaks = peaks(Stage::ALL.iter().map(|s| (s.name(), snap.stage(*s))));
     let buffer_peaks = peaks(BufferKind::ALL.iter().map(|k| (k.name(), snap.kind(*k))));
     let result = PointResult {
@@ -539,7 +555,7 @@ pub fn run_jobs(
         devices: stats
             .devices
             .iter()
-            .map(|d| DevicePoint::new(d, &memory))
+            .map(|d| DevicePoint::new(d, &memory, &traced))
             .collect(),
         fallback_partitions: stats.fallback_partitions,
         stage_peaks,
@@ -552,7 +568,7 @@ pub fn run_jobs(
             stats,
             ledger: snap,
             device_steps: backend.step_times(),
-            device_trace: backend.device_trace(),
+            device_trace,
         },
         results,
     ))

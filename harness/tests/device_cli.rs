@@ -108,6 +108,14 @@ fn a_traced_sweep_writes_each_points_device_trace() {
     }
     let results = std::fs::read_to_string(out.join("results.json")).unwrap();
     assert!(results.contains("\"trace\": true"), "{results}");
+    // Each point's device has its busy share of its own timeline.
+    let v: serde_json::Value = serde_json::from_str(&results).unwrap();
+    for p in v["points"].as_array().unwrap() {
+        for d in p["devices"].as_array().unwrap() {
+            let f = d["trace_busy_fraction"].as_f64();
+            assert!(f.is_some_and(|f| f > 0.0 && f <= 1.0), "{d}");
+        }
+    }
 }
 
 #[test]

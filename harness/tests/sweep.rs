@@ -76,6 +76,8 @@ fn a_tiny_sweep_meets_the_contract() {
         assert_eq!(devices.len(), 1);
         assert_eq!(devices[0]["name"], "cpu:0");
         assert_eq!(devices[0]["partitions"], 6);
+        // Untraced: no busy share of a device timeline.
+        assert!(devices[0].get("trace_busy_fraction").is_none(), "{p}");
         assert_eq!(p["fallback_partitions"], 0);
     }
     // A results.json of before the device fields is still valid v1.

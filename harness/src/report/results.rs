@@ -368,6 +368,7 @@ mod tests {
             allocated_peak_bytes: Some(1000 << 20),
             driver_baseline_bytes: baseline,
             driver_peak_bytes: peak,
+            trace_busy_fraction: None,
         };
         p.devices = vec![device(Some(500 << 20), Some(1530 << 20))];
         let t = table(&[p.clone()]);
