@@ -313,13 +313,18 @@ pub fn cache_id<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result
 pub fn blank_circuit<Tree: 'static + MerkleTreeTrait>(
     config: &PoRepConfig,
 ) -> Result<PorepCircuit<Tree>> {
-    let pp = public_params::<Tree>(config)?;
-    Ok(PorepCircuit::Blank(<StackedCompound<
-        Tree,
-        DefaultPieceHasher,
-    > as CompoundProof<_, _>>::blank_circuit(
-        &pp.vanilla_params
-    )))
+    Ok(blank(&public_params::<Tree>(config)?))
+}
+
+/// filecoin-proofs' blank circuit for `pp`.
+fn blank<Tree: 'static + MerkleTreeTrait>(
+    pp: &compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>,
+) -> PorepCircuit<Tree> {
+    PorepCircuit::Blank(
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(
+            &pp.vanilla_params,
+        ),
+    )
 }
 
 /// The PoRep parameters for `config` (see [`crate::cached_parameters`]: the production file
@@ -334,15 +339,7 @@ pub fn parameters<Tree: 'static + MerkleTreeTrait>(
         PorepCircuit<Tree>,
         _,
     >>::cache_identifier(&pp.vanilla_params);
-    let blank = || {
-        Ok(PorepCircuit::<Tree>::Blank(<StackedCompound<
-            Tree,
-            DefaultPieceHasher,
-        > as CompoundProof<_, _>>::blank_circuit(
-            &pp.vanilla_params
-        )))
-    };
-    cached_parameters(&id, blank, check, progress)
+    cached_parameters(&id, || Ok(blank(&pp)), check, progress)
 }
 
 /// The circuits of a C2, one per partition, with their public inputs: what filecoin-proofs'

@@ -195,7 +195,7 @@ impl DevicePoint {
             allocated_peak_bytes: m.map(|m| m.allocated_peak),
             driver_baseline_bytes: m.and_then(|m| m.driver_baseline),
             driver_peak_bytes: m.and_then(|m| m.driver_peak),
-            trace_busy_fraction: t.map(|t| (t.busy / t.window).min(1.0)),
+            trace_busy_fraction: t.map(prover_core::TraceSummary::busy_fraction),
             ..DevicePoint::from(d)
         }
     }

@@ -96,10 +96,10 @@ pub struct TraceSummary {
 }
 
 impl TraceSummary {
-    /// `busy / window` (1 for an empty window).
+    /// `busy / window` (1 for an empty window; never above 1, whatever the rounding).
     pub fn busy_fraction(&self) -> f64 {
         if self.window > 0.0 {
-            self.busy / self.window
+            (self.busy / self.window).min(1.0)
         } else {
             1.0
         }
