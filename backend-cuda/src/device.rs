@@ -1,4 +1,5 @@
-//! The CUDA device through cudarc's driver API: a context per device, the CUBIN loaded once,
+//! The CUDA device through cudarc's driver API: a context per device, the kernels' CUBINs (one
+//! module per kernel, `nvrtc::modules`) loaded once,
 //! a non-blocking stream per queue. Buffers shared by every queue (resident bases) are
 //! `cuMemAlloc`/`cuMemFree` allocations (freeing waits for the device, so a buffer dropped while
 //! a kernel still reads it is safe); a partition's scratch comes from the stream-ordered
@@ -24,10 +25,13 @@ fn err(during: impl Into<String>) -> impl FnOnce(cu::DriverError) -> DeviceError
     move |e| DeviceError::new(during, format!("{e:?}"))
 }
 
-/// One CUDA device with its module.
+/// Each kernel's module, by kernel name.
+type Kernels = Arc<HashMap<String, Arc<CudaModule>>>;
+
+/// One CUDA device with its modules.
 pub struct CudaDevice {
     ctx: Arc<CudaContext>,
-    module: Arc<CudaModule>,
+    kernels: Kernels,
     info: DeviceInfo,
     /// Whether the device has the stream-ordered allocator.
     pools: bool,
@@ -79,20 +83,23 @@ const COPY_PIECE: usize = 2 << 20;
 pub const STAGED_MIN: usize = 1 << 20;
 
 impl CudaDevice {
-    /// Opens device `ordinal` and loads `cubin` (made for its architecture).
+    /// Opens device `ordinal` and loads each kernel's CUBIN (made for its architecture).
     pub fn open(
         ordinal: usize,
-        cubin: Vec<u8>,
-        from_cache: bool,
+        modules: Vec<crate::nvrtc::Module>,
         nvrtc: (i32, i32),
     ) -> DeviceResult<Self> {
         let ctx =
             CudaContext::new(ordinal).map_err(err(format!("opening CUDA device {ordinal}")))?;
         let mut info = info(&ctx, nvrtc)?;
-        info.program_from_cache = from_cache;
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
-            .map_err(err(format!("loading the kernels on {}", info.name)))?;
+        info.program_from_cache = modules.iter().all(|m| m.cached);
+        let mut kernels = HashMap::with_capacity(modules.len());
+        for m in modules {
+            let module = ctx
+                .load_module(cudarc::nvrtc::Ptx::from_binary(m.cubin))
+                .map_err(err(format!("loading kernel {} on {}", m.kernel, info.name)))?;
+            kernels.insert(m.kernel, module);
+        }
         let pools = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
             .map_err(err("reading a device attribute"))?
@@ -111,7 +118,7 @@ impl CudaDevice {
         };
         Ok(CudaDevice {
             ctx,
-            module,
+            kernels: Arc::new(kernels),
             info,
             pools,
             epoch,
@@ -223,7 +230,7 @@ impl Device for CudaDevice {
         Ok(CudaQueue {
             ctx: self.ctx.clone(),
             stream,
-            module: self.module.clone(),
+            kernels: self.kernels.clone(),
             functions: HashMap::new(),
             staging,
             epoch: self.epoch.clone(),
@@ -242,7 +249,7 @@ impl Device for CudaDevice {
 pub struct CudaQueue {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    module: Arc<CudaModule>,
+    kernels: Kernels,
     functions: HashMap<String, CudaFunction>,
     staging: Staging,
     /// The device's trace epoch.
@@ -443,7 +450,11 @@ impl Queue for CudaQueue {
             .map_err(err("binding the context"))?;
         if !self.functions.contains_key(kernel) {
             let f = self
-                .module
+                .kernels
+                .get(kernel)
+                .ok_or_else(|| {
+                    DeviceError::new(format!("finding kernel {kernel}"), "no module defines it")
+                })?
                 .load_function(kernel)
                 .map_err(err(format!("finding kernel {kernel}")))?;
             self.functions.insert(kernel.to_string(), f);

@@ -1,7 +1,7 @@
 //! proofline's CUDA backend: the shared GPU layer (`gpu-core`) on CUDA through cudarc's driver
 //! API, loaded at run time (nothing CUDA is needed to build). The kernels are gpu-core's one
-//! source, compiled by NVRTC to a CUBIN for each device's architecture and cached on disk
-//! ([`nvrtc`], `gpu_core::cache`).
+//! source, compiled by NVRTC for each device's architecture, one CUBIN per kernel built on all
+//! cores at once, and cached on disk ([`nvrtc`], `gpu_core::cache`).
 #![warn(missing_docs)]
 
 pub mod device;
@@ -55,10 +55,8 @@ pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
     let mut devices = Vec::new();
     for ordinal in 0..count as usize {
         let arch = CudaDevice::arch(ordinal).map_err(|e| fail(e.to_string()))?;
-        let (cubin, cached) = nvrtc::cubin(&source, arch).map_err(fail)?;
-        devices.push(
-            CudaDevice::open(ordinal, cubin, cached, nvrtc).map_err(|e| fail(e.to_string()))?,
-        );
+        let modules = nvrtc::modules(&source, arch, &|line| eprintln!("{line}")).map_err(fail)?;
+        devices.push(CudaDevice::open(ordinal, modules, nvrtc).map_err(|e| fail(e.to_string()))?);
     }
     Ok(GpuAccelerator::new("cuda", devices, &source.names, {
         let mut gpu = GpuOptions::from_env(options.mem_limit, options.faults)?;

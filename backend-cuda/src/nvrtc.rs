@@ -1,6 +1,10 @@
-//! The shared kernel source compiled by NVRTC to a CUBIN for the device's architecture, cached
-//! on disk (`gpu_core::cache`, key: source digest, architecture, NVRTC version): a proving
-//! process pays the compile (17-55 s) once per machine, not at every start.
+//! The shared kernel source compiled by NVRTC to CUBINs for the device's architecture, one per
+//! launched kernel ([`gpu_core::Unit`]), on every core at once, each cached on disk
+//! (`gpu_core::cache`, key: the unit's digest, architecture, NVRTC version): a proving process
+//! pays the compile once per machine, not at every start, and a change to one kernel rebuilds
+//! that kernel only. As one whole program the source took NVRTC about 19 minutes on 2 cores
+//! (its G2 kernels most of it); as units it takes the longest unit's time on a machine with a
+//! core per unit, and about half the single-thread sum on 2 cores (see `docs/gpu.md`).
 //!
 //! ec-gpu-gen writes its CUDA branch for nvcc; under NVRTC it needs three changes, made here and
 //! nowhere else: `__NVCC__` defined (its common header picks the CUDA branch on it), the C
@@ -9,9 +13,12 @@
 //! is empty under CUDA: the shared memory is sized at launch.)
 
 use std::ffi::CString;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
 
 use cudarc::nvrtc::sys;
-use gpu_core::{cache, KernelSource};
+use gpu_core::{cache, KernelSource, Unit};
 
 /// Whether the NVRTC library can be opened (it is found through `LD_LIBRARY_PATH` or the
 /// linker cache: `libnvrtc.so.13`).
@@ -37,13 +44,13 @@ fn missing() -> String {
     "NVRTC (libnvrtc.so.13) not found: install the CUDA toolkit, or `pip install --target DIR nvidia-cuda-nvrtc==13.0.88` and put DIR/nvidia/cu13/lib on LD_LIBRARY_PATH".into()
 }
 
-/// The source as NVRTC takes it.
-pub fn nvrtc_source(source: &KernelSource) -> String {
-    let mut text = String::with_capacity(source.text.len() + 256);
+/// A program text (the whole source's or a unit's) as NVRTC takes it.
+pub fn nvrtc_source(program: &str) -> String {
+    let mut text = String::with_capacity(program.len() + 256);
     text.push_str(
         "#define __NVCC__ 1\ntypedef unsigned short ushort;\ntypedef unsigned int uint;\ntypedef unsigned long long ulong;\n",
     );
-    text.push_str(&source.text);
+    text.push_str(program);
     // `((T){` -> `(T{`: compound literals.
     rewrite_compound_literals(&text)
 }
@@ -71,17 +78,18 @@ fn rewrite_compound_literals(text: &str) -> String {
     out
 }
 
-/// Compiles `source` to a CUBIN for `sm_{major}{minor}` (no cache).
-pub fn compile_cubin(source: &KernelSource, arch: (i32, i32)) -> Result<Vec<u8>, String> {
+/// Compiles one program text (the whole source's or a unit's) to a CUBIN for
+/// `sm_{major}{minor}` (no cache).
+pub fn compile_cubin(program: &str, arch: (i32, i32)) -> Result<Vec<u8>, String> {
     if !available() {
         return Err(missing());
     }
-    let text = CString::new(nvrtc_source(source)).map_err(|e| e.to_string())?;
+    let text = CString::new(nvrtc_source(program)).map_err(|e| e.to_string())?;
     let name = CString::new("proofline.cu").expect("no NUL");
     let prog = cudarc::nvrtc::result::create_program(&text, Some(&name))
         .map_err(|e| format!("nvrtcCreateProgram: {e:?}"))?;
-    // `--split-compile=0`: optimisation passes in parallel, on every core (the program is one
-    // large translation unit; minutes on a small machine otherwise).
+    // `--split-compile=0`: a unit's optimisation passes in parallel too, on every core (for
+    // when one unit is left to build).
     let opts = [
         format!("--gpu-architecture=sm_{}{}", arch.0, arch.1),
         "--split-compile=0".to_string(),
@@ -125,29 +133,128 @@ pub fn compile_cubin(source: &KernelSource, arch: (i32, i32)) -> Result<Vec<u8>,
     result
 }
 
-/// The CUBIN for `arch`, from the cache or compiled (and stored); `true` when it came from the
-/// cache.
-pub fn cubin(source: &KernelSource, arch: (i32, i32)) -> Result<(Vec<u8>, bool), String> {
-    cubin_cached(source, arch).map(|(bin, cached, _)| (bin, cached))
+/// One kernel's CUBIN.
+#[derive(Debug, Clone)]
+pub struct Module {
+    /// The kernel it defines.
+    pub kernel: String,
+    /// The CUBIN.
+    pub cubin: Vec<u8>,
+    /// Whether it came from the cache.
+    pub cached: bool,
 }
 
-/// As [`cubin`], also naming the cache file (`None` when no cache folder can be named).
-pub fn cubin_cached(
+/// What [`modules`] reports while it compiles: one line per event.
+pub type Progress<'a> = &'a (dyn Fn(&str) + Sync);
+
+/// Compiles `units` on up to `threads` threads at once (each takes the next unit left); the
+/// results are in the units' order. The units whose kernels work on G2, then G1, start first:
+/// they take longest, so the last to finish is a short one.
+pub fn compile_units(
+    units: &[&Unit],
+    arch: (i32, i32),
+    threads: usize,
+    progress: Progress<'_>,
+) -> Vec<Result<Vec<u8>, String>> {
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&i| {
+        let k = &units[i].kernel;
+        (!k.contains("G2"), !k.contains("G1"))
+    });
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    type Built = Option<Result<Vec<u8>, String>>;
+    let results: Mutex<Vec<Built>> = Mutex::new(units.iter().map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, units.len().max(1)) {
+            scope.spawn(|| {
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let t = Instant::now();
+                    let result = compile_cubin(&units[i].text, arch)
+                        .map_err(|e| format!("kernel {}: {e}", units[i].kernel));
+                    let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    progress(&format!(
+                        "[{n}/{}] {} {} in {:.1} s",
+                        units.len(),
+                        units[i].kernel,
+                        if result.is_ok() { "compiled" } else { "failed" },
+                        t.elapsed().as_secs_f64()
+                    ));
+                    results.lock().expect("no thread panics holding it")[i] = Some(result);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("no thread panics holding it")
+        .into_iter()
+        .map(|r| r.expect("every unit was taken"))
+        .collect()
+}
+
+/// The cache key of `unit` for `arch` under NVRTC `version`.
+fn unit_key(unit: &Unit, arch: (i32, i32), version: (i32, i32)) -> String {
+    unit.digest(&format!(
+        "cuda unit|sm_{}{}|nvrtc {}.{}",
+        arch.0, arch.1, version.0, version.1
+    ))
+}
+
+/// Every kernel's CUBIN for `arch`, in [`gpu_core::KernelNames::all`]'s order: from the cache,
+/// or compiled (all missing units at once, on every core) and stored. `progress` hears of the
+/// compile when there is one (its start, each unit, its end).
+pub fn modules(
     source: &KernelSource,
     arch: (i32, i32),
-) -> Result<(Vec<u8>, bool, Option<std::path::PathBuf>), String> {
-    let (major, minor) = version()?;
-    let key = source.digest(&format!(
-        "cuda|sm_{}{}|nvrtc {major}.{minor}",
-        arch.0, arch.1
-    ));
-    let path = cache::path("cuda", &key);
-    if let Some(bin) = cache::load("cuda", &key) {
-        return Ok((bin, true, path));
+    progress: Progress<'_>,
+) -> Result<Vec<Module>, String> {
+    let version = version()?;
+    let units = source.units();
+    let keys: Vec<String> = units.iter().map(|u| unit_key(u, arch, version)).collect();
+    let mut cached: Vec<Option<Vec<u8>>> = keys.iter().map(|k| cache::load("cuda", k)).collect();
+    let missing: Vec<usize> = (0..units.len()).filter(|&i| cached[i].is_none()).collect();
+    if !missing.is_empty() {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let t = Instant::now();
+        progress(&format!(
+            "compiling {} of {} CUDA kernels for sm_{}{} with NVRTC {}.{} on {} threads (once: \
+             they are cached in {})",
+            missing.len(),
+            units.len(),
+            arch.0,
+            arch.1,
+            version.0,
+            version.1,
+            threads.min(missing.len()),
+            cache::folder().map_or(
+                "no folder: set PROOFLINE_KERNEL_CACHE or HOME".into(),
+                |f| f.display().to_string()
+            )
+        ));
+        let todo: Vec<&Unit> = missing.iter().map(|&i| &units[i]).collect();
+        let built = compile_units(&todo, arch, threads, progress);
+        progress(&format!(
+            "compiled {} CUDA kernels in {:.1} s",
+            missing.len(),
+            t.elapsed().as_secs_f64()
+        ));
+        for (&i, bin) in missing.iter().zip(built) {
+            let bin = bin?;
+            cache::store("cuda", &keys[i], &bin);
+            cached[i] = Some(bin);
+        }
     }
-    let bin = compile_cubin(source, arch)?;
-    cache::store("cuda", &key, &bin);
-    Ok((bin, false, path))
+    Ok(units
+        .into_iter()
+        .zip(cached)
+        .enumerate()
+        .map(|(i, (u, bin))| Module {
+            kernel: u.kernel,
+            cubin: bin.expect("every unit is loaded or built"),
+            cached: !missing.contains(&i),
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -160,7 +267,7 @@ mod tests {
             rewrite_compound_literals("#define Z ((P_jacobian){A, B}) f((x)) ((y){"),
             "#define Z (P_jacobian{A, B}) f((x)) (y{"
         );
-        let s = nvrtc_source(&KernelSource::new(gpu_core::Limbs::L32));
+        let s = nvrtc_source(&KernelSource::new(gpu_core::Limbs::L32).text);
         assert!(s.starts_with("#define __NVCC__ 1\n"));
         assert!(
             !s.lines().any(local_parameter),

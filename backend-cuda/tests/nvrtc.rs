@@ -1,10 +1,17 @@
-//! Without a GPU: the whole kernel source compiles through NVRTC to an sm_90 CUBIN (the
-//! H200's). NVRTC comes from the CUDA toolkit or the `nvidia-cuda-nvrtc==13.0.88` PyPI wheel
+//! Without a GPU: every kernel's unit of the source compiles through NVRTC to an sm_90 CUBIN
+//! (the H200's), on all cores at once as the backend does. NVRTC comes from the CUDA toolkit or the `nvidia-cuda-nvrtc==13.0.88` PyPI wheel
 //! (`.ci/run` installs it under `target/nvrtc`; `scripts/test.sh` puts its `lib` folder, or
 //! `$PROOFLINE_NVRTC_DIR`, on `LD_LIBRARY_PATH`). Under `CI=true` a missing NVRTC fails the test.
 
 use backend_cuda::nvrtc;
 use gpu_core::{KernelSource, Limbs};
+
+/// Whether `cubin` defines the symbol `name` exactly (an entry of its string table, between
+/// NULs: `pl_zero` is not found inside `..._G1Affine_pl_zero` or `.text.pl_zero`).
+fn defines(cubin: &[u8], name: &str) -> bool {
+    let entry = [b"\0", name.as_bytes(), b"\0"].concat();
+    cubin.windows(entry.len()).any(|w| w == entry)
+}
 
 #[test]
 fn nvrtc_compiles_kernels() {
@@ -19,26 +26,52 @@ fn nvrtc_compiles_kernels() {
     }
     let version = nvrtc::version().unwrap();
     let source = KernelSource::new(Limbs::L32);
+    let units = source.units();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let t = std::time::Instant::now();
-    let cubin = nvrtc::compile_cubin(&source, (9, 0)).unwrap_or_else(|e| panic!("{e}"));
+    let cubins = nvrtc::compile_units(
+        &units.iter().collect::<Vec<_>>(),
+        (9, 0),
+        threads,
+        &|line| eprintln!("{line}"),
+    );
     eprintln!(
-        "NVRTC {}.{}: sm_90 CUBIN of {} bytes from {} bytes of source in {:.1} s",
+        "NVRTC {}.{}: {} sm_90 CUBINs ({} bytes) on {threads} threads in {:.1} s",
         version.0,
         version.1,
-        cubin.len(),
-        source.text.len(),
+        cubins.len(),
+        cubins.iter().flatten().map(Vec::len).sum::<usize>(),
         t.elapsed().as_secs_f64()
     );
-    // An ELF image: the magic, and big enough to hold the kernels.
-    assert_eq!(&cubin[..4], b"\x7fELF");
-    assert!(cubin.len() > 100_000, "{} bytes", cubin.len());
-    // Every kernel the host logic launches is in it (as a symbol name).
-    for k in source.names.all() {
+    let all = source.names.all();
+    for (unit, cubin) in units.iter().zip(cubins) {
+        let cubin = cubin.unwrap_or_else(|e| panic!("{e}"));
+        // An ELF image defining its kernel and no other launched kernel (each other one is a
+        // static function nothing calls, dropped).
+        assert_eq!(&cubin[..4], b"\x7fELF", "{}", unit.kernel);
         assert!(
-            cubin.windows(k.len()).any(|w| w == k.as_bytes()),
-            "{k} is not in the CUBIN"
+            defines(&cubin, &unit.kernel),
+            "{} is not in its CUBIN",
+            unit.kernel
+        );
+        for other in all.iter().filter(|&&k| k != unit.kernel) {
+            assert!(
+                !defines(&cubin, other),
+                "{other} is in the CUBIN of {}",
+                unit.kernel
+            );
+        }
+        // ec-gpu-gen's multiexp kernels, never launched, are in no unit.
+        assert!(
+            !cubin.windows(9).any(|w| w == b"_multiexp"),
+            "{}",
+            unit.kernel
         );
     }
+    // Negative twin of the symbol check: a name that is only part of an entry is not defined.
+    let fake = b"\0.text.pl_zero\0blstrs__g1__G1Affine_pl_zero\0";
+    assert!(!defines(fake, "pl_zero"));
+    assert!(defines(fake, "blstrs__g1__G1Affine_pl_zero"));
 }
 
 #[test]
@@ -48,10 +81,8 @@ fn nvrtc_rejects_broken_source() {
         return;
     }
     // Negative twin: a source that does not compile is an error carrying NVRTC's log.
-    let mut source = KernelSource::new(Limbs::L32);
-    source
-        .text
-        .push_str("\nKERNEL void broken(uint n) { undefined_function(n); }\n");
-    let err = nvrtc::compile_cubin(&source, (9, 0)).unwrap_err();
+    let mut text = KernelSource::new(Limbs::L32).text;
+    text.push_str("\nKERNEL void broken(uint n) { undefined_function(n); }\n");
+    let err = nvrtc::compile_cubin(&text, (9, 0)).unwrap_err();
     assert!(err.contains("undefined_function"), "{err}");
 }

@@ -41,4 +41,4 @@ pub use context::GpuDevice;
 pub use device::{Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
 pub use fault::Faults;
 pub use fixed_base::GpuMultiplier;
-pub use source::{KernelSource, Limbs};
+pub use source::{KernelSource, Limbs, Unit};

@@ -37,6 +37,77 @@ pub struct KernelSource {
     pub names: KernelNames,
 }
 
+/// One launched kernel's compile unit: the whole program, in which every other kernel is
+/// declared a `static` device function instead (nothing calls it, so the compiler drops it).
+///
+/// NVRTC builds a whole program at once, every kernel in one thread of work: about 16 minutes
+/// for this source on one core, most of it in the G2 kernels (and ec-gpu-gen's own multiexp
+/// kernels, which proofline never launches: about 3 of the 16). Compiled as units, each kernel
+/// is built alone, the units on all cores at once, and each cached under its own digest, so a
+/// change to one kernel's text rebuilds that kernel only.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    /// The kernel this unit defines.
+    pub kernel: String,
+    /// The program text with that kernel alone left a kernel.
+    pub text: String,
+}
+
+impl Unit {
+    /// A hex digest of the unit's text (with whatever a backend prepends), for cache keys.
+    pub fn digest(&self, prefix: &str) -> String {
+        digest(prefix, &self.text)
+    }
+}
+
+/// A kernel's declaration in the program text: the bytes from `KERNEL` to its name (the
+/// qualifiers, with a register bound when it has one) and the name.
+struct Declaration<'a> {
+    qualifiers: std::ops::Range<usize>,
+    name: &'a str,
+}
+
+/// Every `KERNEL void [PL_BOUNDS(..)] name(` that begins a line, in order.
+fn declarations(text: &str) -> Vec<Declaration<'_>> {
+    const HEAD: &str = "KERNEL void";
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find(HEAD) {
+        let start = at + i;
+        at = start + HEAD.len();
+        if start > 0 && text.as_bytes()[start - 1] != b'\n' {
+            continue;
+        }
+        let mut rest = text[at..].trim_start();
+        if let Some(bounds) = rest.strip_prefix("PL_BOUNDS(") {
+            let Some(close) = bounds.find(')') else {
+                continue;
+            };
+            rest = bounds[close + 1..].trim_start();
+        }
+        let len = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        if len == 0 || !rest[len..].starts_with('(') {
+            continue;
+        }
+        let name_at = text.len() - rest.len();
+        out.push(Declaration {
+            qualifiers: start..name_at,
+            name: &rest[..len],
+        });
+    }
+    out
+}
+
+/// A hex SHA-256 of `prefix` then `text`.
+fn digest(prefix: &str, text: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(prefix.as_bytes());
+    h.update(text.as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The names of the kernels the host logic launches.
 #[derive(Debug, Clone)]
 pub struct KernelNames {
@@ -319,10 +390,31 @@ impl KernelSource {
 
     /// A hex digest of the text (with whatever a backend prepends), for binary cache keys.
     pub fn digest(&self, prefix: &str) -> String {
-        let mut h = Sha256::new();
-        h.update(prefix.as_bytes());
-        h.update(self.text.as_bytes());
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        digest(prefix, &self.text)
+    }
+
+    /// The program as one [`Unit`] per launched kernel (in [`KernelNames::all`]'s order); a
+    /// kernel the host never launches (ec-gpu-gen's multiexp) is in none.
+    pub fn units(&self) -> Vec<Unit> {
+        let declared = declarations(&self.text);
+        self.names
+            .all()
+            .iter()
+            .map(|&kernel| {
+                let mut text = String::with_capacity(self.text.len());
+                let mut copied = 0;
+                for d in declared.iter().filter(|d| d.name != kernel) {
+                    text.push_str(&self.text[copied..d.qualifiers.start]);
+                    text.push_str("static DEVICE void ");
+                    copied = d.qualifiers.end;
+                }
+                text.push_str(&self.text[copied..]);
+                Unit {
+                    kernel: kernel.to_string(),
+                    text,
+                }
+            })
+            .collect()
     }
 }
 
@@ -413,5 +505,65 @@ mod tests {
         for _ in 0..4 {
             assert_eq!(a.text, KernelSource::new(Limbs::L32).text);
         }
+    }
+
+    #[test]
+    fn each_unit_keeps_its_kernel_alone() {
+        let s = KernelSource::new(Limbs::L32);
+        let all = declarations(&s.text);
+        let names = s.names.all();
+        // Every launched kernel is declared (the sorted MSM's curve-free kernels twice: each
+        // curve's text has them, inside a guard that keeps the second copy out), and besides
+        // them only ec-gpu-gen's two multiexp kernels.
+        let mut declared: Vec<&str> = all.iter().map(|d| d.name).collect();
+        declared.sort_unstable();
+        declared.dedup();
+        let mut expected: Vec<&str> = names.to_vec();
+        let multiexp: Vec<&str> = declared
+            .iter()
+            .copied()
+            .filter(|n| n.ends_with("_multiexp"))
+            .collect();
+        assert_eq!(multiexp.len(), 2, "{multiexp:?}");
+        expected.extend(multiexp);
+        expected.sort_unstable();
+        assert_eq!(declared, expected);
+        let units = s.units();
+        assert_eq!(units.len(), names.len());
+        for (u, k) in units.iter().zip(names) {
+            assert_eq!(u.kernel, k);
+            let left: Vec<&str> = declarations(&u.text).iter().map(|d| d.name).collect();
+            assert!(
+                !left.is_empty() && left.iter().all(|&n| n == k),
+                "the unit of {k}: {left:?}"
+            );
+            // Nothing else changed: each other kernel became a static device function.
+            let demoted = format!("static DEVICE void {k}(");
+            assert!(!u.text.contains(&demoted));
+            for other in all.iter().filter(|d| d.name != k) {
+                assert!(u
+                    .text
+                    .contains(&format!("\nstatic DEVICE void {}(", other.name)));
+            }
+        }
+        // The bounds go with the declaration they qualify.
+        let runs = &units[names.iter().position(|&k| k == s.names.g1_pl_runs).unwrap()];
+        assert!(runs.text.contains(&format!(
+            "KERNEL void PL_BOUNDS(64, 8) {}(",
+            s.names.g1_pl_runs
+        )));
+        assert!(!units[0].text.contains("PL_BOUNDS(64, 8) "));
+        // Units have their own digests, different from each other and from the whole.
+        let mut keys: Vec<String> = units.iter().map(|u| u.digest("p")).collect();
+        keys.push(s.digest("p"));
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), names.len() + 1);
+        // Negative twins: a declaration inside a line, a `#define`, or without its name's
+        // parenthesis is not one.
+        let text =
+            "#define KERNEL __kernel\n x KERNEL void f(\nKERNEL void g;\nKERNEL void  h(int)";
+        let found: Vec<&str> = declarations(text).iter().map(|d| d.name).collect();
+        assert_eq!(found, ["h"]);
     }
 }

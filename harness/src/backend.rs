@@ -120,30 +120,48 @@ fn open_cuda(_: &RunConfig) -> anyhow::Result<Backends> {
     anyhow::bail!("this proofline was built without the `cuda` feature")
 }
 
-/// Compiles the CUDA kernels for `sm_{arch}` into the kernel cache without a GPU (NVRTC only),
-/// so that a fleet's provers start without the compile: run it on a build host, copy the cache
-/// folder. Returns the CUBIN's path and whether it was already there.
+/// What `proofline kernels` did: the cache folder, and how many kernels it compiled and found
+/// already cached.
+#[derive(Debug)]
+pub struct CachedKernels {
+    /// The cache folder.
+    pub folder: std::path::PathBuf,
+    /// Kernels compiled now.
+    pub compiled: usize,
+    /// Kernels that were already in the cache.
+    pub cached: usize,
+}
+
+/// Compiles the CUDA kernels for `sm_{arch}` into the kernel cache without a GPU (NVRTC only,
+/// on every core, progress on stderr), so that a fleet's provers start without the compile:
+/// run it on a build host, copy the cache folder.
 #[cfg(feature = "cuda")]
-pub fn cache_cuda_kernels(arch: (i32, i32)) -> anyhow::Result<(std::path::PathBuf, bool)> {
-    let source = gpu_core::KernelSource::new(gpu_core::Limbs::L32);
-    let (_, cached, path) = backend_cuda::nvrtc::cubin_cached(&source, arch).map_err(|e| {
-        anyhow::anyhow!(
-            "compiling the CUDA kernels for sm_{}{}: {e}",
-            arch.0,
-            arch.1
-        )
-    })?;
-    let path = path.ok_or_else(|| {
+pub fn cache_cuda_kernels(arch: (i32, i32)) -> anyhow::Result<CachedKernels> {
+    let folder = gpu_core::cache::folder().ok_or_else(|| {
         anyhow::anyhow!(
             "no kernel cache folder: set {} (or HOME)",
             gpu_core::cache::CACHE_VAR
         )
     })?;
-    Ok((path, cached))
+    let source = gpu_core::KernelSource::new(gpu_core::Limbs::L32);
+    let modules = backend_cuda::nvrtc::modules(&source, arch, &|line| eprintln!("{line}"))
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "compiling the CUDA kernels for sm_{}{}: {e}",
+                arch.0,
+                arch.1
+            )
+        })?;
+    let cached = modules.iter().filter(|m| m.cached).count();
+    Ok(CachedKernels {
+        folder,
+        compiled: modules.len() - cached,
+        cached,
+    })
 }
 
 #[cfg(not(feature = "cuda"))]
-pub fn cache_cuda_kernels(_: (i32, i32)) -> anyhow::Result<(std::path::PathBuf, bool)> {
+pub fn cache_cuda_kernels(_: (i32, i32)) -> anyhow::Result<CachedKernels> {
     anyhow::bail!("this proofline was built without the `cuda` feature")
 }
 

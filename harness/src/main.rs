@@ -93,8 +93,9 @@ enum Cmd {
         cmd: FilecoinCmd,
     },
     /// Compile the CUDA kernels for an architecture into the kernel cache, without a GPU (NVRTC
-    /// only): run on a build host and copy the cache folder, and provers start without the
-    /// 20-60 s compile. The cache is $PROOFLINE_KERNEL_CACHE, else
+    /// only; one kernel per core at once, each cached on its own): run on a build host and copy
+    /// the cache folder, and provers start without the compile (minutes: see docs/gpu.md). The
+    /// cache is $PROOFLINE_KERNEL_CACHE, else
     /// $XDG_CACHE_HOME/proofline/kernels, else ~/.cache/proofline/kernels.
     Kernels {
         /// The devices' architecture: sm_90 (H100, H200), sm_89, sm_80...
@@ -202,15 +203,13 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
         }
         Cmd::Kernels { cuda_arch } => {
             let t = std::time::Instant::now();
-            let (path, cached) = harness::backend::cache_cuda_kernels(cuda_arch)?;
+            let k = harness::backend::cache_cuda_kernels(cuda_arch)?;
             println!(
-                "{} ({})",
-                path.display(),
-                if cached {
-                    "already cached".to_string()
-                } else {
-                    format!("compiled in {:.1} s", t.elapsed().as_secs_f64())
-                }
+                "{}: {} kernels compiled in {:.1} s, {} already cached",
+                k.folder.display(),
+                k.compiled,
+                t.elapsed().as_secs_f64(),
+                k.cached
             );
             Ok(())
         }
