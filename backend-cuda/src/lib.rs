@@ -55,8 +55,23 @@ pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
     let mut devices = Vec::new();
     for ordinal in 0..count as usize {
         let arch = CudaDevice::arch(ordinal).map_err(|e| fail(e.to_string()))?;
-        let modules = nvrtc::modules(&source, arch, &|line| eprintln!("{line}")).map_err(fail)?;
-        devices.push(CudaDevice::open(ordinal, modules, nvrtc).map_err(|e| fail(e.to_string()))?);
+        let progress = |line: &str| eprintln!("{line}");
+        let modules = nvrtc::modules(&source, arch, &progress).map_err(fail)?;
+        let from_cache = modules.iter().any(|m| m.cached);
+        let device = match CudaDevice::open(ordinal, modules, nvrtc) {
+            Ok(device) => device,
+            // A cached CUBIN the driver refuses (damaged, or from another toolkit) is compiled
+            // again and stored over; a fresh one that fails is the error.
+            Err(e) if from_cache => {
+                eprintln!("warning: cached CUDA kernels did not load ({e}); compiling them again");
+                let units = source.units();
+                let fresh = nvrtc::modules_of(&units, arch, nvrtc::Cached::Replace, &progress)
+                    .map_err(fail)?;
+                CudaDevice::open(ordinal, fresh, nvrtc).map_err(|e| fail(e.to_string()))?
+            }
+            Err(e) => return Err(fail(e.to_string())),
+        };
+        devices.push(device);
     }
     Ok(GpuAccelerator::new("cuda", devices, &source.names, {
         let mut gpu = GpuOptions::from_env(options.mem_limit, options.faults)?;

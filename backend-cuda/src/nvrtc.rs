@@ -209,10 +209,41 @@ pub fn modules(
     arch: (i32, i32),
     progress: Progress<'_>,
 ) -> Result<Vec<Module>, String> {
+    modules_of(&source.units(), arch, Cached::Use, progress)
+}
+
+/// Whether [`modules_of`] takes CUBINs from the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cached {
+    /// Cached CUBINs are used; the missing ones are compiled and stored.
+    Use,
+    /// Every unit is compiled and stored over its cached CUBIN (after a cached one failed to
+    /// load).
+    Replace,
+}
+
+/// Whether `bytes` can be a CUBIN (an ELF image): a cached file that is not one (damaged, or
+/// written by something else) is compiled again and stored over.
+fn is_cubin(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"\x7fELF")
+}
+
+/// As [`modules`], for any units, with or without the cache.
+pub fn modules_of(
+    units: &[Unit],
+    arch: (i32, i32),
+    cached: Cached,
+    progress: Progress<'_>,
+) -> Result<Vec<Module>, String> {
     let version = version()?;
-    let units = source.units();
     let keys: Vec<String> = units.iter().map(|u| unit_key(u, arch, version)).collect();
-    let mut cached: Vec<Option<Vec<u8>>> = keys.iter().map(|k| cache::load("cuda", k)).collect();
+    let mut cached: Vec<Option<Vec<u8>>> = keys
+        .iter()
+        .map(|k| match cached {
+            Cached::Use => cache::load("cuda", k).filter(|b| is_cubin(b)),
+            Cached::Replace => None,
+        })
+        .collect();
     let missing: Vec<usize> = (0..units.len()).filter(|&i| cached[i].is_none()).collect();
     if !missing.is_empty() {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -246,11 +277,11 @@ pub fn modules(
         }
     }
     Ok(units
-        .into_iter()
+        .iter()
         .zip(cached)
         .enumerate()
         .map(|(i, (u, bin))| Module {
-            kernel: u.kernel,
+            kernel: u.kernel.clone(),
             cubin: bin.expect("every unit is loaded or built"),
             cached: !missing.contains(&i),
         })

@@ -86,3 +86,46 @@ fn nvrtc_rejects_broken_source() {
     let err = nvrtc::compile_cubin(&text, (9, 0)).unwrap_err();
     assert!(err.contains("undefined_function"), "{err}");
 }
+
+#[test]
+fn cached_units_are_reused_and_a_damaged_one_rebuilt() {
+    if !nvrtc::available() {
+        eprintln!("skipped: NVRTC not found");
+        return;
+    }
+    // A unit of one tiny kernel (compiles in a fraction of a second), cached in a folder of its
+    // own. The variable is read by no other test in this binary.
+    let dir = tempfile::tempdir().unwrap();
+    std::env::set_var(gpu_core::cache::CACHE_VAR, dir.path());
+    let unit = gpu_core::Unit {
+        kernel: "pl_tiny".into(),
+        text: format!(
+            "extern \"C\" __global__ void pl_tiny(uint *x) {{ x[0] = {}; }}\n",
+            rand::random::<u32>()
+        ),
+    };
+    let units = [unit];
+    let get = |cached| {
+        nvrtc::modules_of(&units, (9, 0), cached, &|_| {})
+            .unwrap()
+            .remove(0)
+    };
+    let first = get(nvrtc::Cached::Use);
+    assert!(!first.cached, "a fresh folder has nothing cached");
+    assert!(defines(&first.cubin, "pl_tiny"));
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let second = get(nvrtc::Cached::Use);
+    assert!(second.cached);
+    assert_eq!(second.cubin, first.cubin);
+    // Negative twins: a damaged file is compiled again and stored over; `Replace` compiles
+    // even over a good one.
+    std::fs::write(&files[0], b"not a cubin").unwrap();
+    let third = get(nvrtc::Cached::Use);
+    assert!(!third.cached);
+    assert_eq!(std::fs::read(&files[0]).unwrap(), third.cubin);
+    assert!(!get(nvrtc::Cached::Replace).cached);
+}

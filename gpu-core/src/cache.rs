@@ -1,7 +1,8 @@
 //! The program binary cache of both APIs: building the kernels takes seconds on POCL, most of
-//! two minutes on NVIDIA's OpenCL and 17-55 s through NVRTC, so each built program is kept on
-//! disk under a key the API crate makes (the source's digest with the platform, device or
-//! architecture, and driver or compiler version). A damaged or foreign file is rebuilt over.
+//! two minutes on NVIDIA's OpenCL and minutes through NVRTC (one CUBIN per kernel), so each
+//! built program is kept on disk under a key the API crate makes (the source's or the unit's
+//! digest with the platform, device or architecture, and driver or compiler version). A
+//! damaged or foreign file is rebuilt over.
 //!
 //! Location: `$PROOFLINE_KERNEL_CACHE`, else `$XDG_CACHE_HOME/proofline/kernels`, else
 //! `$HOME/.cache/proofline/kernels`. Deleting the folder clears it.
