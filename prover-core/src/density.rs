@@ -86,6 +86,11 @@ impl Density {
     pub fn heap_bytes(&self) -> usize {
         self.words.capacity() * std::mem::size_of::<u64>()
     }
+
+    /// Gives back the words' spare capacity (after the bitmap was grown bit by bit).
+    pub fn shrink_to_fit(&mut self) {
+        self.words.shrink_to_fit();
+    }
 }
 
 /// A scalar in canonical (not Montgomery) little-endian form, as MSMs take it.

@@ -304,9 +304,10 @@ impl Synthesizer for CpuSynthesizer {
     fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<SynthesizedPartition> {
         let mut cs = ProvingAssignment::default();
         synthesize_in_bellperson_shape(&mut cs, circuit, |cs| cs.input.len())?;
-        if let Some((index, annotation)) = cs.unsatisfied {
+        if let Some((index, annotation)) = cs.unsatisfied.take() {
             return Err(Error::Unsatisfied { index, annotation });
         }
+        cs.shrink_to_fit();
         Ok(SynthesizedPartition {
             evaluations: Evaluations {
                 a: cs.a,
@@ -336,6 +337,32 @@ struct ProvingAssignment {
     input: Vec<Scalar>,
     aux: Vec<Scalar>,
     unsatisfied: Option<(usize, String)>,
+}
+
+impl ProvingAssignment {
+    /// Gives back the spare capacity of every vector. They grow by doubling as the circuit
+    /// runs, so up to half of each is unused at the end (a 2 KiB PoRep partition: 2^22 slots
+    /// for 2.69M constraints, 36% of its bytes); the partition then waits with them for the
+    /// accelerator and the finalizer, counted in the ledger and the budget. Shrinking a large
+    /// block gives its tail back to the allocator in place.
+    fn shrink_to_fit(&mut self) {
+        for v in [
+            &mut self.a,
+            &mut self.b,
+            &mut self.c,
+            &mut self.input,
+            &mut self.aux,
+        ] {
+            v.shrink_to_fit();
+        }
+        for d in [
+            &mut self.a_aux_density,
+            &mut self.b_input_density,
+            &mut self.b_aux_density,
+        ] {
+            d.shrink_to_fit();
+        }
+    }
 }
 
 fn eval(
@@ -539,5 +566,29 @@ mod tests {
             .unwrap();
         assert!(!q.witness.b_input_density.get(0));
         assert!(q.witness.b_aux_density.get(0));
+    }
+
+    #[test]
+    fn a_partition_keeps_no_spare_capacity() {
+        // 1000 constraints and 3 inputs: 1004 evaluations, 1000+ aux, none a power of two.
+        let circuit = || crate::circuits::DenseCircuit::new(1000, 3, 7).with_witness(11);
+        // Twin: grown by pushing, the system's vectors hold spare capacity before the shrink.
+        let mut cs = ProvingAssignment::default();
+        synthesize_in_bellperson_shape(&mut cs, circuit(), |cs| cs.input.len()).unwrap();
+        assert!(cs.a.capacity() > cs.a.len() && cs.aux.capacity() > cs.aux.len());
+        cs.shrink_to_fit();
+        assert_eq!(cs.a.capacity(), cs.a.len());
+        // What the synthesizer returns: real bytes equal to the lengths' bytes.
+        let p = CpuSynthesizer.synthesize(circuit()).unwrap();
+        let e = &p.evaluations;
+        assert_eq!(e.len(), 1004);
+        for v in [&e.a, &e.b, &e.c] {
+            assert_eq!(v.capacity(), v.len());
+        }
+        let w = &p.witness;
+        assert_eq!(w.aux.capacity(), w.aux.len());
+        assert_eq!(w.input.capacity(), w.input.len());
+        assert_eq!(e.heap_bytes(), 3 * 1004 * 32);
+        assert_eq!(w.a_aux_density.heap_bytes(), w.aux.len().div_ceil(64) * 8);
     }
 }
