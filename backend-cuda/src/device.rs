@@ -14,7 +14,9 @@ use std::sync::Arc;
 
 use blstrs::Scalar;
 use cudarc::driver::result as cu;
-use cudarc::driver::sys::{CUdevice_attribute, CUdeviceptr, CUevent, CUevent_flags};
+use cudarc::driver::sys::{
+    CUdevice_attribute, CUdeviceptr, CUevent, CUevent_flags, CUevent_wait_flags, CUstream,
+};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use gpu_core::device::{Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
 use gpu_core::trace::{QueueSpan, Recorder};
@@ -52,6 +54,13 @@ impl Event {
     /// A timing event in the current context.
     fn new() -> DeviceResult<Self> {
         cu::event::create(CUevent_flags::CU_EVENT_DEFAULT)
+            .map(Event)
+            .map_err(err("creating an event"))
+    }
+
+    /// An event for ordering only (not timed: cheaper to record and wait for).
+    fn plain() -> DeviceResult<Self> {
+        cu::event::create(CUevent_flags::CU_EVENT_DISABLE_TIMING)
             .map(Event)
             .map_err(err("creating an event"))
     }
@@ -159,11 +168,14 @@ fn info(ctx: &Arc<CudaContext>, nvrtc: (i32, i32)) -> DeviceResult<DeviceInfo> {
     })
 }
 
-/// A device allocation of bytes: device-wide, or ordered on the stream it was made for.
+/// A device allocation of bytes: device-wide, or ordered on the stream it was made for (then
+/// with an event recorded on that stream right after the allocation, which a copy on another
+/// stream waits for before writing into it).
 pub struct CuBuffer {
     ptr: CUdeviceptr,
     ctx: Arc<CudaContext>,
     stream: Option<Arc<CudaStream>>,
+    allocated: Option<Event>,
 }
 
 impl Drop for CuBuffer {
@@ -202,6 +214,7 @@ impl Device for CudaDevice {
             ptr,
             ctx: self.ctx.clone(),
             stream: None,
+            allocated: None,
         })
     }
 
@@ -217,19 +230,30 @@ impl Device for CudaDevice {
         let ptr = unsafe { cu::malloc_async(queue.stream.cu_stream(), bytes.max(1)) }.map_err(
             err(format!("allocating {bytes} bytes on {}", self.info.name)),
         )?;
-        Ok(CuBuffer {
+        // Made first, so that a failure below frees it.
+        let mut buffer = CuBuffer {
             ptr,
             ctx: self.ctx.clone(),
             stream: Some(queue.stream.clone()),
-        })
+            allocated: None,
+        };
+        let allocated = Event::plain()?;
+        // SAFETY: a live event recorded on the queue's live stream, after the allocation.
+        unsafe { cu::event::record(allocated.0, queue.stream.cu_stream()) }
+            .map_err(err("recording an allocation"))?;
+        buffer.allocated = Some(allocated);
+        Ok(buffer)
     }
 
     fn queue(&self) -> DeviceResult<CudaQueue> {
         let stream = self.ctx.new_stream().map_err(err("creating a stream"))?;
+        let side = self.ctx.new_stream().map_err(err("creating a stream"))?;
         let staging = Staging::new(&self.ctx)?;
         Ok(CudaQueue {
             ctx: self.ctx.clone(),
             stream,
+            side,
+            side_done: Event::plain()?,
             kernels: self.kernels.clone(),
             functions: HashMap::new(),
             staging,
@@ -245,10 +269,15 @@ impl Device for CudaDevice {
     }
 }
 
-/// A CUDA stream with the functions it has launched and its pinned staging buffer.
+/// A CUDA stream with the functions it has launched and its pinned staging buffer, and a second
+/// stream for copies beside its kernels (`write_beside`).
 pub struct CudaQueue {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    /// Copies beside the kernels.
+    side: Arc<CudaStream>,
+    /// Recorded on `side` after each copy there; `stream` waits for it.
+    side_done: Event,
     kernels: Kernels,
     functions: HashMap<String, CudaFunction>,
     staging: Staging,
@@ -261,8 +290,13 @@ pub struct CudaQueue {
 }
 
 impl CudaQueue {
-    /// A timing event recorded on the stream now, when tracing.
+    /// A timing event recorded on the queue's stream now, when tracing.
     fn mark(&mut self) -> DeviceResult<Option<Event>> {
+        self.mark_on(self.stream.cu_stream())
+    }
+
+    /// A timing event recorded on `stream` (the queue's or its side stream) now, when tracing.
+    fn mark_on(&mut self, stream: CUstream) -> DeviceResult<Option<Event>> {
         if !self.trace.on() {
             return Ok(None);
         }
@@ -270,9 +304,8 @@ impl CudaQueue {
             Some(e) => e,
             None => Event::new()?,
         };
-        // SAFETY: a live timing event recorded on the queue's live stream.
-        unsafe { cu::event::record(e.0, self.stream.cu_stream()) }
-            .map_err(err("recording an event"))?;
+        // SAFETY: a live timing event recorded on one of the queue's live streams.
+        unsafe { cu::event::record(e.0, stream) }.map_err(err("recording an event"))?;
         Ok(Some(e))
     }
 
@@ -284,8 +317,20 @@ impl CudaQueue {
         name: &str,
         bytes: usize,
     ) -> DeviceResult<()> {
+        self.span_on(self.stream.cu_stream(), start, kind, name, bytes)
+    }
+
+    /// Records the span from `start` (a [`CudaQueue::mark_on`] of `stream`) to now.
+    fn span_on(
+        &mut self,
+        stream: CUstream,
+        start: Option<Event>,
+        kind: SpanKind,
+        name: &str,
+        bytes: usize,
+    ) -> DeviceResult<()> {
         if let Some(start) = start {
-            if let Some(end) = self.mark()? {
+            if let Some(end) = self.mark_on(stream)? {
                 self.trace.push(kind, name, bytes as u64, (start, end));
             }
         }
@@ -422,6 +467,52 @@ impl Queue for CudaQueue {
         }
         self.span(start, SpanKind::CopyIn, "copy", src.len())?;
         self.stream.synchronize().map_err(err("waiting for a copy"))
+    }
+
+    fn write_beside(&mut self, dst: &CuBuffer, offset: usize, src: &[u8]) -> DeviceResult<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(err("binding the context"))?;
+        let side = self.side.cu_stream();
+        if let Some(allocated) = &dst.allocated {
+            // SAFETY: a live event of this context; the side stream waits for the allocation
+            // (made on the queue's stream), not for the kernels queued after it.
+            unsafe {
+                cu::stream::wait_event(side, allocated.0, CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
+            }
+            .map_err(err("ordering a copy after its buffer's allocation"))?;
+        }
+        let to = dst.ptr + offset as u64;
+        let start = self.mark_on(side)?;
+        if src.len() >= STAGED_MIN {
+            // The host fills the staging halves from `src` (done when this returns), each
+            // half's DMA on the side stream.
+            self.staging.write(&self.side, to, src)?;
+        } else {
+            // SAFETY: `dst` has at least `offset + src.len()` bytes; the side stream is waited
+            // for below, so `src` may be reused on return.
+            unsafe {
+                cu::memcpy_htod_async(to, src, side)
+                    .map_err(err(format!("copying {} bytes to the device", src.len())))?;
+            }
+            self.side.synchronize().map_err(err("waiting for a copy"))?;
+        }
+        self.span_on(side, start, SpanKind::CopyBeside, "copy", src.len())?;
+        // SAFETY: a live event recorded on the side stream; the queue's stream waits for it
+        // (its work queued from now on runs after the copy; the work already queued does not).
+        unsafe {
+            cu::event::record(self.side_done.0, side).map_err(err("recording a copy"))?;
+            cu::stream::wait_event(
+                self.stream.cu_stream(),
+                self.side_done.0,
+                CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+            .map_err(err("ordering the queue after a copy"))
+        }
+    }
+
+    fn copies_beside(&self) -> bool {
+        true
     }
 
     fn read(&mut self, src: &CuBuffer, offset: usize, dst: &mut [u8]) -> DeviceResult<()> {

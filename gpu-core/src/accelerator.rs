@@ -40,6 +40,25 @@ pub struct GpuOptions {
     /// Whether the workers trace their queues (`PROOFLINE_GPU_TRACE`, `--device-trace`):
     /// [`GpuBackend::device_trace`] then returns every copy and kernel, timed by the device.
     pub trace: bool,
+    /// Whether the H pipeline uploads b and c beside a's transforms where the device can and
+    /// its memory allows (`PROOFLINE_GPU_BESIDE`, on unless `0` or `false`: an A/B knob).
+    pub beside: bool,
+}
+
+/// The environment variable that turns the H pipeline's uploads beside its kernels off (`0`).
+pub const BESIDE_VAR: &str = "PROOFLINE_GPU_BESIDE";
+
+/// `PROOFLINE_GPU_BESIDE`: unset, empty, `1` or `true` on; `0` or `false` off.
+fn beside_from_env() -> std::result::Result<bool, String> {
+    parse_beside(std::env::var(BESIDE_VAR).ok().as_deref())
+}
+
+fn parse_beside(value: Option<&str>) -> std::result::Result<bool, String> {
+    match value {
+        None | Some("" | "1" | "true") => Ok(true),
+        Some("0" | "false") => Ok(false),
+        Some(other) => Err(format!("{BESIDE_VAR}={other:?}: write 1, true, 0 or false")),
+    }
 }
 
 impl GpuOptions {
@@ -59,6 +78,7 @@ impl GpuOptions {
             msm: MsmKernel::from_env().map_err(invalid("the MSM kernel"))?,
             scan: ScanMode::from_env().map_err(invalid("the scalar scan"))?,
             trace: crate::trace::trace_from_env(),
+            beside: beside_from_env().map_err(invalid("uploads beside kernels"))?,
         })
     }
 }
@@ -72,6 +92,7 @@ pub struct GpuAccelerator<D: Device> {
     trace: Arc<Trace>,
     msm: MsmKernel,
     scan: ScanMode,
+    beside: bool,
 }
 
 impl<D: Device> GpuAccelerator<D> {
@@ -106,6 +127,7 @@ impl<D: Device> GpuAccelerator<D> {
             trace: Arc::new(Trace::new(options.trace)),
             msm: options.msm,
             scan: options.scan,
+            beside: options.beside,
         }
     }
 
@@ -394,6 +416,7 @@ impl<D: Device> GpuBackend for GpuAccelerator<D> {
             trace: self.trace.clone(),
             msm: self.msm,
             scan: self.scan,
+            beside: self.beside,
         }))
     }
 }
@@ -411,6 +434,7 @@ struct GpuWorker<D: Device> {
     trace: Arc<Trace>,
     msm: MsmKernel,
     scan: ScanMode,
+    beside: bool,
 }
 
 /// A query's 0/1 split: scanned on the host, or classified on the device.
@@ -478,17 +502,18 @@ impl<D: Device> GpuWorker<D> {
         let gpu = &*self.gpu;
         let q = &mut self.queue;
         let n = domain.size();
-        let mode = NttMode::choose(n, gpu.gauge.available()).ok_or_else(|| {
-            DeviceError::new(
-                "H",
-                format!(
-                    "a domain of 2^{} needs {} on the device, {} is left under its limit",
-                    domain.log2,
-                    prover_core::ledger::human_bytes(2 * n as u64 * 32),
-                    prover_core::ledger::human_bytes(gpu.gauge.available())
-                ),
-            )
-        })?;
+        let mode = NttMode::choose(n, gpu.gauge.available(), self.beside && q.copies_beside())
+            .ok_or_else(|| {
+                DeviceError::new(
+                    "H",
+                    format!(
+                        "a domain of 2^{} needs {} on the device, {} is left under its limit",
+                        domain.log2,
+                        prover_core::ledger::human_bytes(2 * n as u64 * 32),
+                        prover_core::ledger::human_bytes(gpu.gauge.available())
+                    ),
+                )
+            })?;
         let staging = q.staging_bytes();
         if staging > 0 {
             ledger.register(BackendBuffer::PinnedStaging, staging);
@@ -638,6 +663,25 @@ impl<D: Device> AcceleratorWorker for GpuWorker<D> {
                     source: Box::new(e),
                 },
             }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn beside_is_on_unless_turned_off() {
+        for on in [None, Some(""), Some("1"), Some("true")] {
+            assert_eq!(parse_beside(on), Ok(true), "{on:?}");
+        }
+        for off in [Some("0"), Some("false")] {
+            assert_eq!(parse_beside(off), Ok(false), "{off:?}");
+        }
+        // Negative twin: anything else is refused, not read as on.
+        for bad in ["yes", "off", " 0", "2"] {
+            assert!(parse_beside(Some(bad)).is_err(), "{bad}");
         }
     }
 }

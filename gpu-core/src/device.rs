@@ -111,6 +111,19 @@ pub trait Queue: Send + 'static {
     /// Copies `src` to `dst` at byte `offset`.
     fn write(&mut self, dst: &Self::Buffer, offset: usize, src: &[u8]) -> DeviceResult<()>;
 
+    /// Copies `src` to `dst` at byte `offset` beside the queue's kernels: where the API can
+    /// ([`Queue::copies_beside`]), the copy may run while kernels queued before it still run
+    /// (`dst` must be a buffer none of them uses), and everything queued after it waits for it.
+    /// Returns when `src` may be reused. By default, [`Queue::write`].
+    fn write_beside(&mut self, dst: &Self::Buffer, offset: usize, src: &[u8]) -> DeviceResult<()> {
+        self.write(dst, offset, src)
+    }
+
+    /// Whether [`Queue::write_beside`] overlaps the queue's kernels (by default it does not).
+    fn copies_beside(&self) -> bool {
+        false
+    }
+
     /// Copies bytes at `offset` of `src` into `dst`, and waits for them.
     fn read(&mut self, src: &Self::Buffer, offset: usize, dst: &mut [u8]) -> DeviceResult<()>;
 

@@ -37,6 +37,9 @@ const MODE_SCALE_CANONICAL: u32 = 4;
 /// How the H pipeline uses the device's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NttMode {
+    /// Four domain-sized vectors on the device: b and c are uploaded into their own beside the
+    /// transforms of a (and b) ([`crate::Queue::write_beside`]), not between them.
+    Ahead,
     /// Three domain-sized vectors on the device.
     Resident,
     /// Two on the device, one on the host.
@@ -44,12 +47,17 @@ pub enum NttMode {
 }
 
 impl NttMode {
-    /// The mode that fits in `available` device bytes for a domain of `n`, if any.
-    pub fn choose(n: usize, available: u64) -> Option<Self> {
+    /// The mode that fits in `available` device bytes for a domain of `n`, if any; [`Ahead`]
+    /// only where the queue's copies can overlap its kernels (`beside`).
+    ///
+    /// [`Ahead`]: NttMode::Ahead
+    pub fn choose(n: usize, available: u64, beside: bool) -> Option<Self> {
         let v = n as u64 * FR;
         // The pipeline's tables beside the vectors.
         let slack = table_bytes_bound(n.max(1).ilog2());
-        if available >= 3 * v + slack {
+        if beside && available >= 4 * v + slack {
+            Some(NttMode::Ahead)
+        } else if available >= 3 * v + slack {
             Some(NttMode::Resident)
         } else if available >= 2 * v + slack {
             Some(NttMode::Split)
@@ -294,13 +302,15 @@ pub fn ntt_with<D: Device>(
     transform(gpu, q, x, tmp, tables, Finish::Store)
 }
 
-/// Writes `values` into `x` and zeroes the rest of its `n` elements.
+/// Writes `values` into `x` and zeroes the rest of its `n` elements; `beside`: the copy goes
+/// beside the queue's kernels ([`crate::Queue::write_beside`]).
 fn load<D: Device>(
     gpu: &GpuDevice<D>,
     q: &mut D::Queue,
     x: &DeviceBuffer<D>,
     values: &[Scalar],
     n: usize,
+    beside: bool,
 ) -> DeviceResult<()> {
     if values.len() > n {
         return Err(DeviceError::new(
@@ -309,7 +319,11 @@ fn load<D: Device>(
         ));
     }
     if !values.is_empty() {
-        q.write(x.raw(), 0, bytes_of(values))?;
+        if beside {
+            q.write_beside(x.raw(), 0, bytes_of(values))?;
+        } else {
+            q.write(x.raw(), 0, bytes_of(values))?;
+        }
     }
     launch_threads(
         q,
@@ -493,15 +507,36 @@ pub fn quotient<D: Device>(
     ledger.register(BackendBuffer::DeviceAbc, v);
     let mut tmp = gpu.scratch(q, v, "H scratch")?;
     ledger.register(BackendBuffer::DeviceAbc, v);
-    load(gpu, q, &x, a, n)?;
+    // Ahead: b's and c's vectors exist before a's transforms are queued, so that their
+    // uploads (beside) wait for nothing but their allocation.
+    let ahead = if mode == NttMode::Ahead {
+        let y = gpu.scratch(q, v, "H second vector")?;
+        ledger.register(BackendBuffer::DeviceAbc, v);
+        let z = gpu.scratch(q, v, "H third vector")?;
+        ledger.register(BackendBuffer::DeviceAbc, v);
+        Some((y, z))
+    } else {
+        None
+    };
+    load(gpu, q, &x, a, n, false)?;
     p.coset(gpu, q, &mut x, &mut tmp)?;
     let mut x = match mode {
+        NttMode::Ahead => {
+            let (mut y, mut z) = ahead.expect("made above for this mode");
+            // The host copies b while a's transforms run, then c while b's run.
+            load(gpu, q, &y, b, n, true)?;
+            p.mul_coset(gpu, q, &mut y, &mut tmp, &x)?;
+            load(gpu, q, &z, c, n, true)?;
+            p.sub_coset_div_z(gpu, q, &mut z, &mut tmp, &x)?;
+            free_counted(ledger, BackendBuffer::DeviceAbc, [y, z]);
+            x
+        }
         NttMode::Resident => {
             let mut y = gpu.scratch(q, v, "H second vector")?;
             ledger.register(BackendBuffer::DeviceAbc, v);
-            load(gpu, q, &y, b, n)?;
+            load(gpu, q, &y, b, n, false)?;
             p.mul_coset(gpu, q, &mut y, &mut tmp, &x)?;
-            load(gpu, q, &y, c, n)?;
+            load(gpu, q, &y, c, n, false)?;
             p.sub_coset_div_z(gpu, q, &mut y, &mut tmp, &x)?;
             free_counted(ledger, BackendBuffer::DeviceAbc, [y]);
             x
@@ -510,12 +545,12 @@ pub fn quotient<D: Device>(
             let mut host = vec![Scalar::ZERO; n];
             ledger.register(BackendBuffer::HostTemp, v);
             q.read(x.raw(), 0, bytes_of_mut(&mut host))?;
-            load(gpu, q, &x, b, n)?;
+            load(gpu, q, &x, b, n, false)?;
             p.coset(gpu, q, &mut x, &mut tmp)?;
             q.write(tmp.raw(), 0, bytes_of(&host))?;
             mul_assign(gpu, q, &x, &tmp, n)?;
             q.read(x.raw(), 0, bytes_of_mut(&mut host))?;
-            load(gpu, q, &x, c, n)?;
+            load(gpu, q, &x, c, n, false)?;
             p.coset(gpu, q, &mut x, &mut tmp)?;
             // tmp = (a b - c) / Z, then it is the result.
             q.write(tmp.raw(), 0, bytes_of(&host))?;
@@ -536,6 +571,20 @@ pub fn quotient<D: Device>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_memory_mode_fits_the_room_left() {
+        let n = 1usize << 20;
+        let v = n as u64 * FR;
+        let slack = table_bytes_bound(20);
+        let choose = |room: u64, beside| NttMode::choose(n, room, beside);
+        assert_eq!(choose(4 * v + slack, true), Some(NttMode::Ahead));
+        assert_eq!(choose(4 * v + slack - 1, true), Some(NttMode::Resident));
+        assert_eq!(choose(3 * v + slack - 1, true), Some(NttMode::Split));
+        assert_eq!(choose(2 * v + slack - 1, true), None);
+        // Negative twin: without copies beside the kernels, a fourth vector is never taken.
+        assert_eq!(choose(100 * v, false), Some(NttMode::Resident));
+    }
 
     #[test]
     fn radices_cover_the_size_in_few_even_passes() {

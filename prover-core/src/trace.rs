@@ -16,18 +16,27 @@ pub enum SpanKind {
     CopyOut,
     /// A kernel.
     Kernel,
+    /// A copy from the host to the device beside the worker's kernels (CUDA: on the worker's
+    /// second stream), which may overlap them.
+    CopyBeside,
 }
 
 impl SpanKind {
     /// Every kind, in report order.
-    pub const ALL: [SpanKind; 3] = [SpanKind::CopyIn, SpanKind::CopyOut, SpanKind::Kernel];
+    pub const ALL: [SpanKind; 4] = [
+        SpanKind::CopyIn,
+        SpanKind::CopyOut,
+        SpanKind::Kernel,
+        SpanKind::CopyBeside,
+    ];
 
-    /// The name in reports (`copy_in`, `copy_out`, `kernel`).
+    /// The name in reports (`copy_in`, `copy_out`, `kernel`, `copy_beside`).
     pub fn name(self) -> &'static str {
         match self {
             SpanKind::CopyIn => "copy_in",
             SpanKind::CopyOut => "copy_out",
             SpanKind::Kernel => "kernel",
+            SpanKind::CopyBeside => "copy_beside",
         }
     }
 }

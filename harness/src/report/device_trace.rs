@@ -115,7 +115,8 @@ fn panel(
         );
         for s in spans.iter().filter(|s| (s.device, s.worker) == *lane) {
             let (a, b) = (x(s.start.max(t0)), x(s.end.min(t1)));
-            // Copies in the lane's upper half, kernels in the lower; each span at least a
+            // Copies in the lane's upper half (those beside the kernels too, so an overlap
+            // shows as a copy above a kernel), kernels in the lower; each span at least a
             // hairline wide so that short kernels show.
             let (sy, sh) = match s.kind {
                 SpanKind::Kernel => (ly + lane_h * 0.35, lane_h * 0.65),
