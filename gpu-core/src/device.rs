@@ -114,6 +114,8 @@ pub trait Queue: Send + 'static {
     /// Copies `src` to `dst` at byte `offset` beside the queue's kernels: where the API can
     /// ([`Queue::copies_beside`]), the copy may run while kernels queued before it still run
     /// (`dst` must be a buffer none of them uses), and everything queued after it waits for it.
+    /// The copy still waits for `dst`'s allocation: a scratch buffer (stream-ordered) must be
+    /// made before the kernels it should overlap are queued, or it waits for them too.
     /// Returns when `src` may be reused. By default, [`Queue::write`].
     fn write_beside(&mut self, dst: &Self::Buffer, offset: usize, src: &[u8]) -> DeviceResult<()> {
         self.write(dst, offset, src)
