@@ -52,11 +52,14 @@ pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
     }
     let nvrtc = nvrtc::version().map_err(fail)?;
     let source = KernelSource::new(Limbs::L32);
+    // The units and their texts once, for every device (and a rebuild).
+    let units = source.units();
+    let progress = |line: &str| eprintln!("{line}");
     let mut devices = Vec::new();
     for ordinal in 0..count as usize {
         let arch = CudaDevice::arch(ordinal).map_err(|e| fail(e.to_string()))?;
-        let progress = |line: &str| eprintln!("{line}");
-        let modules = nvrtc::modules(&source, arch, &progress).map_err(fail)?;
+        let modules =
+            nvrtc::modules_of(&units, arch, nvrtc::Cached::Use, &progress).map_err(fail)?;
         let from_cache = modules.iter().any(|m| m.cached);
         let device = match CudaDevice::open(ordinal, modules, nvrtc) {
             Ok(device) => device,
@@ -64,7 +67,6 @@ pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
             // again and stored over; a fresh one that fails is the error.
             Err(e) if from_cache => {
                 eprintln!("warning: cached CUDA kernels did not load ({e}); compiling them again");
-                let units = source.units();
                 let fresh = nvrtc::modules_of(&units, arch, nvrtc::Cached::Replace, &progress)
                     .map_err(fail)?;
                 CudaDevice::open(ordinal, fresh, nvrtc).map_err(|e| fail(e.to_string()))?

@@ -232,14 +232,14 @@ fn is_cubin(bytes: &[u8]) -> bool {
 pub fn modules_of(
     units: &[Unit],
     arch: (i32, i32),
-    cached: Cached,
+    from: Cached,
     progress: Progress<'_>,
 ) -> Result<Vec<Module>, String> {
     let version = version()?;
     let keys: Vec<String> = units.iter().map(|u| unit_key(u, arch, version)).collect();
     let mut cached: Vec<Option<Vec<u8>>> = keys
         .iter()
-        .map(|k| match cached {
+        .map(|k| match from {
             Cached::Use => cache::load("cuda", k).filter(|b| is_cubin(b)),
             Cached::Replace => None,
         })

@@ -343,8 +343,7 @@ impl ProvingAssignment {
     /// Gives back the spare capacity of every vector. They grow by doubling as the circuit
     /// runs, so up to half of each is unused at the end (a 2 KiB PoRep partition: 2^22 slots
     /// for 2.69M constraints, 36% of its bytes); the partition then waits with them for the
-    /// accelerator and the finalizer, counted in the ledger and the budget. Shrinking a large
-    /// block gives its tail back to the allocator in place.
+    /// accelerator and the finalizer, counted in the ledger by their capacity.
     fn shrink_to_fit(&mut self) {
         for v in [
             &mut self.a,
