@@ -738,7 +738,7 @@ fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str
 }
 
 /// Parameter generation on a device: fixed-base products of G1 and G2 equal the CPU's for
-/// every window width, edge and random scalars (zero, one, -1, powers of two and their
+/// every window width, edge and random scalars (zeros, one, -1, powers of two and their
 /// predecessors, repeats), with a negative twin (another base's table); then whole parameter
 /// sets of the suite's circuits generated through `m` are byte-identical to the CPU
 /// generator's for the same fresh trapdoor, with a negative twin (another trapdoor).
@@ -750,7 +750,10 @@ pub fn check_generator(m: &dyn Multiplier) {
         scalars.extend([p, p - Scalar::ONE]);
     }
     scalars.extend((0..40).map(|_| Scalar::random(&mut rng)));
+    // Zeros (identity products) first, inside and last among a device thread's points.
+    scalars.push(Scalar::ZERO);
     scalars.extend_from_within(3..10);
+    scalars.push(Scalar::ZERO);
     let g1 = G1Projective::random(&mut rng);
     let g2 = G2Projective::random(&mut rng);
     for window in [2usize, 5, 8, 11, 13, 16] {

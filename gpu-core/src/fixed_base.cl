@@ -26,3 +26,38 @@ KERNEL void {P}_fixed_base(GLOBAL {P}_affine *table, uint c, uint windows, GLOBA
   }
   out[i] = {P}_xyzz_to_jacobian(acc);
 }
+
+// Affine forms of n jacobian points (x = X / Z^2, y = Y / Z^3; the identity, Z = 0, becomes
+// (0, 0) as in blst). Thread t of `threads` makes the points t, t + threads, ... with one shared
+// inversion (`inverse.cl`): the running products of the Z's are kept in the output's x
+// coordinates until the backward pass overwrites them, as `synthetic.cl` does.
+KERNEL void {P}_to_affine(GLOBAL {P}_jacobian *in, uint n, uint threads,
+                          GLOBAL {P}_affine *out) {
+  const uint t = GET_GLOBAL_ID();
+  if (t >= threads || t >= n) return;
+  const {F} fzero = {F}_ZERO;
+  {F} acc = {F}_ONE;
+  uint last = t;
+  for (uint i = t; i < n; i += threads) {
+    const {F} z = in[i].z;
+    if (!{F}_eq(z, fzero)) acc = {F}_mul(acc, z);
+    out[i].x = acc;
+    last = i;
+  }
+  {F} inv = {F}_pl_inverse(acc);
+  for (uint i = last;; i -= threads) {
+    const {P}_jacobian p = in[i];
+    if ({F}_eq(p.z, fzero)) {
+      out[i].x = fzero;
+      out[i].y = fzero;
+    } else {
+      // 1 / Z_i: the inverse of the product so far times the product before this point.
+      const {F} inv_i = i >= t + threads ? {F}_mul(inv, out[i - threads].x) : inv;
+      inv = {F}_mul(inv, p.z);
+      const {F} zz = {F}_sqr(inv_i);
+      out[i].x = {F}_mul(p.x, zz);
+      out[i].y = {F}_mul(p.y, {F}_mul(zz, inv_i));
+    }
+    if (i < t + threads) break;
+  }
+}

@@ -1,26 +1,26 @@
 //! Parameter generation's fixed-base products on a device (`fixed_base.cl`): the table of the
 //! base's multiples is uploaded once per table, each chunk of scalars is uploaded as it is
-//! (Montgomery form), made canonical and multiplied on the device, and the jacobian products
-//! come back to be made affine on the host's threads. Implements prover-core's
-//! [`Multiplier`], so the generator writes the same bytes as on the CPU.
+//! (Montgomery form), made canonical, multiplied and made affine on the device (one inversion
+//! per thread's points), and the affine products come back ready to encode. Implements
+//! prover-core's [`Multiplier`], so the generator writes the same bytes as on the CPU.
 
 use std::sync::{Arc, Mutex};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use group::{Curve, Group};
-use prover_core::generator::fixed_base::{normalize, FixedBase};
+use group::Curve;
+use prover_core::generator::fixed_base::FixedBase;
 use prover_core::{Error, Multiplier, Result};
-use rayon::prelude::*;
 
 use crate::context::{launch_threads, GpuDevice};
 use crate::device::{bytes_of_mut, Arg, Device, DeviceResult, Queue};
 use crate::memory::DeviceBuffer;
 use crate::msm::DeviceCurve;
 
-/// Scalars per chunk at most (a G2 chunk: 64 MiB of scalars, 576 MiB of products).
+/// Scalars per chunk at most (a G2 chunk: 64 MiB of scalars, 576 MiB of jacobian products,
+/// 384 MiB of affine ones).
 const MAX_CHUNK: usize = 1 << 21;
-/// Scalars per piece of host normalization (one batch inversion each).
-const PIECE: usize = 1 << 13;
+/// Points per device thread when making products affine (one inversion each).
+const POINTS_PER_THREAD: usize = 32;
 
 /// A device computing the generator's products.
 pub struct GpuMultiplier<D: Device> {
@@ -52,13 +52,14 @@ impl<D: Device> GpuMultiplier<D> {
         }
     }
 
-    /// `scalars[i] * base` in jacobian form, computed on the device (slot 0: G1, 1: G2).
-    fn jacobian<C: DeviceCurve + Default>(
+    /// `scalars[i] * base` in affine form, computed and made affine on the device (slot 0: G1,
+    /// 1: G2).
+    fn products<C: DeviceCurve + Default>(
         &self,
         slot: usize,
         base: &FixedBase<C::Projective>,
         scalars: &[Scalar],
-    ) -> DeviceResult<Vec<C::Projective>>
+    ) -> DeviceResult<Vec<C>>
     where
         C::Projective: Curve<AffineRepr = C>,
     {
@@ -81,7 +82,7 @@ impl<D: Device> GpuMultiplier<D> {
         let State { queue, tables } = state;
         let table = &tables[slot].as_ref().expect("uploaded above").1;
         let n = scalars.len();
-        let mut out = vec![C::Projective::identity(); n];
+        let mut out = vec![C::default(); n];
         if n == 0 {
             return Ok(out);
         }
@@ -110,12 +111,28 @@ impl<D: Device> GpuMultiplier<D> {
                 Arg::Buffer(products.raw()),
             ],
         )?;
-        queue.read(products.raw(), 0, bytes_of_mut(&mut out))?;
+        drop(exps);
+        let affine = self
+            .gpu
+            .scratch(queue, C::AFFINE_BYTES * n as u64, "affine products")?;
+        let threads = n.div_ceil(POINTS_PER_THREAD);
+        launch_threads(
+            queue,
+            C::to_affine_kernel(&self.gpu),
+            threads,
+            &[
+                Arg::Buffer(products.raw()),
+                Arg::U32(n as u32),
+                Arg::U32(threads as u32),
+                Arg::Buffer(affine.raw()),
+            ],
+        )?;
+        queue.read(affine.raw(), 0, bytes_of_mut(&mut out))?;
         queue.synchronize()?;
         Ok(out)
     }
 
-    fn products<C: DeviceCurve + Default>(
+    fn affine<C: DeviceCurve + Default>(
         &self,
         slot: usize,
         base: &FixedBase<C::Projective>,
@@ -124,10 +141,8 @@ impl<D: Device> GpuMultiplier<D> {
     where
         C::Projective: Curve<AffineRepr = C>,
     {
-        let jac = self
-            .jacobian::<C>(slot, base, scalars)
-            .map_err(|e| self.fail(e))?;
-        Ok(jac.par_chunks(PIECE).flat_map_iter(normalize).collect())
+        self.products::<C>(slot, base, scalars)
+            .map_err(|e| self.fail(e))
     }
 }
 
@@ -137,16 +152,19 @@ impl<D: Device> Multiplier for GpuMultiplier<D> {
     }
 
     fn chunk_len(&self) -> usize {
-        // Scalars and G2 products of a chunk in a quarter of what is left on the device.
-        let per = 32 + <G2Affine as DeviceCurve>::JACOBIAN_BYTES;
+        // Scalars and G2 products (jacobian and affine) of a chunk in a quarter of what is left
+        // on the device.
+        let per = 32
+            + <G2Affine as DeviceCurve>::JACOBIAN_BYTES
+            + <G2Affine as DeviceCurve>::AFFINE_BYTES;
         ((self.gpu.gauge.available() / 4 / per) as usize).clamp(1 << 10, MAX_CHUNK)
     }
 
     fn g1(&self, base: &FixedBase<G1Projective>, scalars: &[Scalar]) -> Result<Vec<G1Affine>> {
-        self.products::<G1Affine>(0, base, scalars)
+        self.affine::<G1Affine>(0, base, scalars)
     }
 
     fn g2(&self, base: &FixedBase<G2Projective>, scalars: &[Scalar]) -> Result<Vec<G2Affine>> {
-        self.products::<G2Affine>(1, base, scalars)
+        self.affine::<G2Affine>(1, base, scalars)
     }
 }

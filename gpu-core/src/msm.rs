@@ -49,6 +49,8 @@ pub trait DeviceCurve: DeviceCopy {
     fn pl_sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
     /// Parameter generation's fixed-base products.
     fn fixed_base_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
+    /// Parameter generation: jacobian products made affine.
+    fn to_affine_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
     /// Timing workloads' synthetic bases.
     fn synthetic_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
 }
@@ -109,6 +111,9 @@ impl DeviceCurve for G1Affine {
     fn fixed_base_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g1_fixed_base
     }
+    fn to_affine_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g1_to_affine
+    }
     fn synthetic_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g1_synthetic
     }
@@ -135,6 +140,9 @@ impl DeviceCurve for G2Affine {
     }
     fn fixed_base_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g2_fixed_base
+    }
+    fn to_affine_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
+        &gpu.names.g2_to_affine
     }
     fn synthetic_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g2_synthetic

@@ -11,6 +11,7 @@ const KERNELS: &str = include_str!("kernels.cl");
 const MSM: &str = include_str!("msm.cl");
 const PIPPENGER: &str = include_str!("pippenger.cl");
 const CLASSIFY: &str = include_str!("classify.cl");
+const INVERSE: &str = include_str!("inverse.cl");
 const FIXED_BASE: &str = include_str!("fixed_base.cl");
 const NTT: &str = include_str!("ntt.cl");
 const SYNTHETIC: &str = include_str!("synthetic.cl");
@@ -169,6 +170,10 @@ pub struct KernelNames {
     pub g1_fixed_base: String,
     /// Parameter generation: G2 fixed-base products.
     pub g2_fixed_base: String,
+    /// Parameter generation: G1 products made affine.
+    pub g1_to_affine: String,
+    /// Parameter generation: G2 products made affine.
+    pub g2_to_affine: String,
     /// Timing workloads: G1 synthetic bases.
     pub g1_synthetic: String,
     /// Timing workloads: G2 synthetic bases.
@@ -276,7 +281,7 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 31] {
+    pub fn all(&self) -> [&str; 33] {
         [
             &self.ntt_pass,
             &self.fill_zero,
@@ -307,6 +312,8 @@ impl KernelNames {
             &self.cls_write,
             &self.g1_fixed_base,
             &self.g2_fixed_base,
+            &self.g1_to_affine,
+            &self.g2_to_affine,
             &self.g1_synthetic,
             &self.g2_synthetic,
         ]
@@ -336,6 +343,7 @@ impl KernelSource {
             curve(PIPPENGER, &g1, &fp).replace("{RUNS_BOUNDS}", "PL_BOUNDS(64, 8)"),
             curve(PIPPENGER, &g2, &fp2).replace("{RUNS_BOUNDS}", ""),
             CLASSIFY.to_string(),
+            INVERSE.replace("{FP2}", &fp2).replace("{FP}", &fp),
             curve(FIXED_BASE, &g1, &fp),
             curve(FIXED_BASE, &g2, &fp2),
             synthetic_common.replace("{FP2}", &fp2).replace("{FP}", &fp),
@@ -382,6 +390,8 @@ impl KernelSource {
             cls_write: "cls_write".into(),
             g1_fixed_base: format!("{g1}_fixed_base"),
             g2_fixed_base: format!("{g2}_fixed_base"),
+            g1_to_affine: format!("{g1}_to_affine"),
+            g2_to_affine: format!("{g2}_to_affine"),
             g1_synthetic: format!("{g1}_synthetic"),
             g2_synthetic: format!("{g2}_synthetic"),
         };

@@ -3,8 +3,8 @@
 // table T of 2^k random points with pairwise distinct x coordinates, u_i != v_i picked by a hash
 // of (seed, i), so the bases are distinct in practice and nobody knows their logarithms. Thread
 // t of `threads` makes the bases t, t + threads, ... (stores by adjacent threads are adjacent);
-// its divisions share one inversion (Montgomery's trick), the running products kept in the
-// output's x coordinates until the backward pass overwrites them.
+// its divisions share one inversion (Montgomery's trick, `inverse.cl`), the running products
+// kept in the output's x coordinates until the backward pass overwrites them.
 
 // A 32-bit integer hash (the "lowbias32" finalizer).
 DEVICE uint syn_mix(uint x) {
@@ -27,33 +27,6 @@ DEVICE uint syn_second(uint seed, uint i, uint mask, uint u) {
   return (u + 1u + h % mask) & mask;
 }
 
-// a^-1 = a^(p - 2) in Fp (a != 0).
-DEVICE {FP} syn_fp_inverse({FP} a) {
-  {FP} e = {FP}_P;
-  e.val[0] -= 2; // p is odd and its low limb is above 2: no borrow
-  {FP} r = {FP}_ONE;
-  for (int i = {FP}_LIMBS - 1; i >= 0; i--) {
-    for (int b = {FP}_LIMB_BITS - 1; b >= 0; b--) {
-      r = {FP}_sqr(r);
-      if ((e.val[i] >> b) & 1) r = {FP}_mul(r, a);
-    }
-  }
-  return r;
-}
-
-DEVICE {FP} {FP}_syn_inverse({FP} a) {
-  return syn_fp_inverse(a);
-}
-
-// (c0 + c1 u)^-1 = (c0 - c1 u) / (c0^2 + c1^2), as u^2 = -1.
-DEVICE {FP2} {FP2}_syn_inverse({FP2} a) {
-  const {FP} n = syn_fp_inverse({FP}_add({FP}_sqr(a.c0), {FP}_sqr(a.c1)));
-  {FP2} r;
-  r.c0 = {FP}_mul(a.c0, n);
-  r.c1 = {FP}_sub({FP}_ZERO, {FP}_mul(a.c1, n));
-  return r;
-}
-
 // ---- per curve ----
 
 // Bases of curve {P}: out[i] = table[u_i] + table[v_i] for i < n (2^log_table >= 2 points).
@@ -71,7 +44,7 @@ KERNEL void {P}_synthetic(GLOBAL {P}_affine *table, uint log_table, uint seed, u
     out[i].x = acc;
     last = i;
   }
-  {F} inv = {F}_syn_inverse(acc);
+  {F} inv = {F}_pl_inverse(acc);
   for (uint i = last;; i -= threads) {
     const uint u = syn_first(seed, i, mask);
     const uint v = syn_second(seed, i, mask, u);

@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use prover_core::{write_parameters_on, GenProgress, Multiplier, Parameters, PointCheck, Trapdoor};
+use prover_core::{
+    write_parameters_on, GenPhase, GenProgress, Multiplier, Parameters, PointCheck, Trapdoor,
+};
 use rand::SeedableRng;
 
 use crate::workloads::WorkloadSpec;
@@ -19,6 +21,8 @@ pub struct Bar {
     plain: Option<AtomicU64>,
     name: String,
     start: std::time::Instant,
+    /// Nanoseconds spent in each phase (`GenPhase::ALL`'s order).
+    phases: [AtomicU64; GenPhase::ALL.len()],
 }
 
 impl Bar {
@@ -46,7 +50,21 @@ impl Bar {
             plain,
             name: name.to_string(),
             start: std::time::Instant::now(),
+            phases: Default::default(),
         }
+    }
+
+    /// Where the time went: `shape 1.2 s, qap 0.3 s, ...` (the phases that ran).
+    pub fn phases(&self) -> String {
+        GenPhase::ALL
+            .iter()
+            .zip(&self.phases)
+            .filter_map(|(p, ns)| {
+                let ns = ns.load(Ordering::Relaxed);
+                (ns > 0).then(|| format!("{} {:.1} s", p.name(), ns as f64 / 1e9))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Ends the bar with a message.
@@ -70,6 +88,14 @@ impl GenProgress for Bar {
                 self.start.elapsed().as_secs_f64()
             );
         }
+    }
+
+    fn phase(&self, phase: GenPhase, took: std::time::Duration) {
+        let i = GenPhase::ALL
+            .iter()
+            .position(|&p| p == phase)
+            .expect("every phase is listed");
+        self.phases[i].fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
     }
 
     fn advance(&self, points: u64) {
@@ -132,9 +158,10 @@ pub fn load_or_generate(
     let t = std::time::Instant::now();
     write_parameters_on(shape, &trapdoor, &path, &reporter, multiplier)?;
     reporter.finish(format!(
-        "generated on {} in {:.1} s, written to {}",
+        "generated on {} in {:.1} s ({}), written to {}",
         multiplier.name(),
         t.elapsed().as_secs_f64(),
+        reporter.phases(),
         path.display()
     ));
     Ok((Parameters::read_file(&path, PointCheck::Unchecked)?, false))

@@ -51,7 +51,7 @@ pub use error::{catch_panic, Error, PointError, Result};
 pub use generator::{
     generate_parameters, generate_parameters_on, generate_parameters_with_progress,
     generate_random_parameters, generate_seeded_parameters, write_parameters_on,
-    write_parameters_with_progress, CpuMultiplier, GenProgress, Multiplier, Trapdoor,
+    write_parameters_with_progress, CpuMultiplier, GenPhase, GenProgress, Multiplier, Trapdoor,
 };
 pub use params::{KeyShape, Parameters, VerifyingKey};
 pub use pce::{PceSynthesizer, Precompiled};

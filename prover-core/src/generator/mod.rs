@@ -13,6 +13,7 @@
 
 pub mod fixed_base;
 pub mod multiplier;
+mod progress;
 mod qap;
 mod sink;
 
@@ -26,11 +27,13 @@ use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
 use crate::domain::Domain;
-use crate::error::{Error, Result};
+use crate::error::{catch_panic, Error, Result};
 use crate::params::{Parameters, VerifyingKey};
 use fixed_base::{normalize, FixedBase};
 pub use multiplier::{CpuMultiplier, Multiplier};
 use multiplier::{GenCurve, CPU_PIECE};
+use progress::timed;
+pub use progress::{GenPhase, GenProgress};
 use qap::KeypairAssembly;
 use sink::{FileSink, MemorySink, Sink};
 
@@ -80,17 +83,6 @@ pub fn generate_random_parameters<C: Circuit<Scalar>>(
 pub fn generate_seeded_parameters<C: Circuit<Scalar>>(circuit: C, seed: u64) -> Result<Parameters> {
     generate_random_parameters(circuit, &mut rand_chacha::ChaCha20Rng::seed_from_u64(seed))
 }
-
-/// Progress of a parameter generation, in points computed.
-pub trait GenProgress: Sync {
-    /// Called once the circuit is synthesized, with the number of points to compute.
-    fn start(&self, _total: u64) {}
-    /// Called as points are computed.
-    fn advance(&self, _points: u64) {}
-}
-
-/// No progress reporting.
-impl GenProgress for () {}
 
 /// Parameters for `circuit` from a given trapdoor.
 pub fn generate_parameters<C: Circuit<Scalar>>(
@@ -159,13 +151,19 @@ pub fn write_parameters_on<C: Circuit<Scalar>>(
     progress: &dyn GenProgress,
     multiplier: &dyn Multiplier,
 ) -> Result<VerifyingKey> {
-    crate::params::write_atomically(path, |w| {
+    let generated = std::cell::Cell::new(None);
+    let vk = crate::params::write_atomically(path, |w| {
         let mut sink = FileSink { w, vk: None };
         generate_into(circuit, trapdoor, progress, multiplier, &mut sink)?;
+        generated.set(Some(std::time::Instant::now()));
         Ok(sink
             .vk
             .expect("the generator always emits the verifying key"))
-    })
+    })?;
+    if let Some(t) = generated.get() {
+        progress.phase(GenPhase::Sync, t.elapsed());
+    }
+    Ok(vk)
 }
 
 /// The generator proper: synthesizes, evaluates the QAP at tau, and emits every section.
@@ -187,7 +185,10 @@ fn generate_into<C: Circuit<Scalar>>(
     } = *trapdoor;
 
     let mut cs = KeypairAssembly::default();
-    crate::synthesize::synthesize_in_bellperson_shape(&mut cs, circuit, |cs| cs.num_inputs)?;
+    timed(progress, GenPhase::Shape, || {
+        crate::synthesize::synthesize_in_bellperson_shape(&mut cs, circuit, |cs| cs.num_inputs)
+    })?;
+    let qap_started = std::time::Instant::now();
     if cs.overflow || cs.num_aux >= qap::AUX_TAG as usize || cs.num_inputs >= qap::AUX_TAG as usize
     {
         return Err(Error::Malformed {
@@ -257,9 +258,10 @@ fn generate_into<C: Circuit<Scalar>>(
     let b_vars: Vec<u32> = nonzero_indices(&v);
 
     let g1_points = (m - 1) + num_vars + a_vars.len() + b_vars.len();
-    progress.start((g1_points + b_vars.len()) as u64);
     let g1_base = FixedBase::new(g1, g1_points);
     let g2_base = FixedBase::new(g2, b_vars.len());
+    progress.phase(GenPhase::Qap, qap_started.elapsed());
+    progress.start((g1_points + b_vars.len()) as u64);
 
     let g1a = g1.to_affine();
     let g2a = g2.to_affine();
@@ -354,7 +356,9 @@ fn nonzero_indices(s: &[Scalar]) -> Vec<u32> {
 }
 
 /// Computes `base * scalars(range)` for `0..n` in the multiplier's chunks (each chunk's
-/// scalars made on every thread) and hands the affine points to `put` in order.
+/// scalars made on every thread) and hands the affine points to `put` in order. The next chunk
+/// is computed (on the device, for a device multiplier) while this thread encodes and writes
+/// the current one: at most three chunks are held, one computed, one waiting, one written.
 fn emit<G>(
     n: usize,
     base: &FixedBase<G>,
@@ -368,14 +372,18 @@ where
     G::AffineRepr: Send + Sync + Default + Copy,
 {
     let chunk = multiplier.chunk_len().max(1);
-    for start in (0..n).step_by(chunk) {
+    let make = |start: usize| -> Result<Vec<G::AffineRepr>> {
         let end = (start + chunk).min(n);
         let pieces: Vec<usize> = (start..end).step_by(CPU_PIECE).collect();
-        let s: Vec<Scalar> = pieces
-            .into_par_iter()
-            .flat_map_iter(|p| scalars(p..(p + CPU_PIECE).min(end)))
-            .collect();
-        let points = G::products(multiplier, base, &s)?;
+        let s: Vec<Scalar> = timed(progress, GenPhase::Scalars, || {
+            pieces
+                .into_par_iter()
+                .flat_map_iter(|p| scalars(p..(p + CPU_PIECE).min(end)))
+                .collect()
+        });
+        let points = timed(progress, GenPhase::Products, || {
+            G::products(multiplier, base, &s)
+        })?;
         if points.len() != s.len() {
             return Err(Error::Backend {
                 backend: multiplier.name(),
@@ -387,10 +395,27 @@ where
                 .into(),
             });
         }
-        progress.advance(points.len() as u64);
-        put(&points)?;
-    }
-    Ok(())
+        Ok(points)
+    };
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        scope.spawn(move || {
+            for start in (0..n).step_by(chunk) {
+                let chunk = catch_panic("parameter generation", || make(start)).and_then(|r| r);
+                let failed = chunk.is_err();
+                // A closed channel: the writer failed and returned its error.
+                if tx.send(chunk).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        for points in rx {
+            let points = points?;
+            progress.advance(points.len() as u64);
+            timed(progress, GenPhase::Write, || put(&points))?;
+        }
+        Ok(())
+    })
 }
 
 #[cfg(test)]
@@ -426,6 +451,7 @@ mod tests {
     struct Count {
         total: std::sync::atomic::AtomicU64,
         done: std::sync::atomic::AtomicU64,
+        phases: std::sync::Mutex<Vec<GenPhase>>,
     }
 
     impl GenProgress for Count {
@@ -437,6 +463,125 @@ mod tests {
             self.done
                 .fetch_add(points, std::sync::atomic::Ordering::Relaxed);
         }
+        fn phase(&self, phase: GenPhase, _took: std::time::Duration) {
+            let mut seen = self.phases.lock().unwrap();
+            if !seen.contains(&phase) {
+                seen.push(phase);
+            }
+        }
+    }
+
+    /// The CPU's products for `good` calls, then an error (or a panic).
+    struct Failing {
+        good: usize,
+        calls: std::sync::atomic::AtomicUsize,
+        panics: bool,
+    }
+
+    impl Failing {
+        fn check(&self) -> Result<()> {
+            let call = self
+                .calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if call < self.good {
+                return Ok(());
+            }
+            if self.panics {
+                panic!("device lost");
+            }
+            Err(Error::Backend {
+                backend: "failing".into(),
+                source: "device lost".into(),
+            })
+        }
+    }
+
+    impl Multiplier for Failing {
+        fn name(&self) -> String {
+            "failing".into()
+        }
+        fn chunk_len(&self) -> usize {
+            1
+        }
+        fn g1(
+            &self,
+            base: &FixedBase<G1Projective>,
+            s: &[Scalar],
+        ) -> Result<Vec<blstrs::G1Affine>> {
+            self.check()?;
+            CpuMultiplier.g1(base, s)
+        }
+        fn g2(
+            &self,
+            base: &FixedBase<G2Projective>,
+            s: &[Scalar],
+        ) -> Result<Vec<blstrs::G2Affine>> {
+            self.check()?;
+            CpuMultiplier.g2(base, s)
+        }
+    }
+
+    #[test]
+    fn a_failing_chunk_stops_the_file_and_says_why() {
+        let dir = std::env::temp_dir().join(format!("proofline-fail-{}", rand::random::<u64>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cube.params");
+        let trapdoor = Trapdoor::random(&mut rand::thread_rng());
+        let c = Cube {
+            x: 3,
+            dangling: false,
+        };
+        // One point per chunk: the third chunk fails while the first ones are written.
+        for panics in [false, true] {
+            let m = Failing {
+                good: 2,
+                calls: Default::default(),
+                panics,
+            };
+            let err = write_parameters_on(c.clone(), &trapdoor, &path, &(), &m).unwrap_err();
+            let want = if panics { "panicked" } else { "device lost" };
+            assert!(err.to_string().contains(want), "{err}");
+            assert!(err.to_string().contains("device lost"), "{err}");
+            // Nothing is computed past the failure (the producer stops at it).
+            assert_eq!(m.calls.load(std::sync::atomic::Ordering::Relaxed), 3);
+            assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no file left");
+        }
+        // Twin: a multiplier that never fails writes the CPU's file.
+        let m = Failing {
+            good: usize::MAX,
+            calls: Default::default(),
+            panics: false,
+        };
+        write_parameters_on(c.clone(), &trapdoor, &path, &(), &m).unwrap();
+        let mut want = Vec::new();
+        generate_parameters(c, &trapdoor)
+            .unwrap()
+            .write(&mut want)
+            .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn every_phase_is_reported_in_order() {
+        let trapdoor = Trapdoor::random(&mut rand::thread_rng());
+        let c = Cube {
+            x: 5,
+            dangling: false,
+        };
+        let dir = std::env::temp_dir().join(format!("proofline-phases-{}", rand::random::<u64>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let to_file = Count::default();
+        write_parameters_with_progress(c.clone(), &trapdoor, &dir.join("cube.params"), &to_file)
+            .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(*to_file.phases.lock().unwrap(), GenPhase::ALL.to_vec());
+        // Twin: parameters made in memory have no file to sync.
+        let in_memory = Count::default();
+        generate_parameters_with_progress(c, &trapdoor, &in_memory).unwrap();
+        let seen = in_memory.phases.lock().unwrap().clone();
+        assert_eq!(seen, GenPhase::ALL[..GenPhase::ALL.len() - 1].to_vec());
+        assert!(!seen.contains(&GenPhase::Sync));
     }
 
     #[test]
