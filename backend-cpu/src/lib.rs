@@ -16,7 +16,7 @@ pub mod ntt;
 use std::sync::Arc;
 
 use prover_core::density::into_canonical;
-use prover_core::ledger::{BackendBuffers, StageLedger};
+use prover_core::ledger::{BackendBuffer, BackendBuffers, StageLedger};
 use prover_core::{
     assemble, AcceleratorSums, AcceleratorWorker, Domain, Error, Finalizer, FinishedPartition,
     GpuBackend, HandBack, Parameters, PendingProof, PreparedParameters, QueryPlan, Randomness,
@@ -63,7 +63,7 @@ impl AcceleratorWorker for CpuWorker {
         &mut self,
         prepared: &PreparedParameters,
         partition: SynthesizedPartition,
-        _buffers: &mut BackendBuffers<'_>,
+        buffers: &mut BackendBuffers<'_>,
     ) -> Result<PendingProof, HandBack> {
         let params = prepared.params();
         let checked = prepared
@@ -85,6 +85,16 @@ impl AcceleratorWorker for CpuWorker {
             evaluations,
             witness,
         } = partition;
+        // The quotient grows a, b and c to the domain's size in place (the synthesizer hands
+        // them over at their lengths): the growth is a host temporary of this stage.
+        let grown = [&evaluations.a, &evaluations.b, &evaluations.c]
+            .iter()
+            .map(|v| domain.size().saturating_sub(v.capacity()) as u64)
+            .sum::<u64>()
+            * std::mem::size_of::<blstrs::Scalar>() as u64;
+        if grown > 0 {
+            buffers.register(BackendBuffer::HostTemp, grown);
+        }
         let h = into_canonical(quotient(
             evaluations.a,
             evaluations.b,

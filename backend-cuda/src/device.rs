@@ -369,7 +369,9 @@ impl Staging {
     }
 
     /// Copies `src` to `dst` through the two halves: the host fills one while the other's DMA
-    /// runs. Returns when everything is queued (the caller synchronizes the stream).
+    /// runs. Returns when everything is queued. Each half is refilled only once its last copy
+    /// has run, whichever write and stream queued that copy: a copy beside the queue's kernels
+    /// returns with its last halves' copies still queued behind whatever its stream waits for.
     fn write(&mut self, stream: &CudaStream, dst: CUdeviceptr, src: &[u8]) -> DeviceResult<()> {
         for (i, chunk) in src.chunks(STAGING_HALF).enumerate() {
             let half = i % 2;
@@ -377,10 +379,8 @@ impl Staging {
             // then it is complete); the half has `STAGING_HALF` >= `chunk.len()` bytes; the
             // copy reads the pinned half, which stays untouched until its event completes.
             unsafe {
-                if i >= 2 {
-                    cu::event::synchronize(self.events[half])
-                        .map_err(err("waiting for a staged copy"))?;
-                }
+                cu::event::synchronize(self.events[half])
+                    .map_err(err("waiting for a staged copy"))?;
                 let buf = self.ptr.add(half * STAGING_HALF);
                 copy_in_pieces(chunk, buf);
                 cudarc::driver::sys::cuMemcpyHtoDAsync_v2(

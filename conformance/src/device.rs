@@ -10,7 +10,8 @@ use backend_cpu::CpuBackend;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::{Field, PrimeField};
 use gpu_core::classify::{DeviceScan, DeviceWitness};
-use gpu_core::device::{bytes_of_mut, Device};
+use gpu_core::context::launch_threads;
+use gpu_core::device::{bytes_of_mut, Arg, Device};
 use gpu_core::msm::{query_msm, scanned_msm, Bases, MsmKernel, Scan};
 use gpu_core::ntt::{
     ntt, ntt_with, quotient, table_bytes_bound, HPipeline, NttMode, NttShape, NttTables,
@@ -148,6 +149,64 @@ pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
             let got: Vec<[u8; 32]> = got[..n - 1].iter().map(bytes).collect();
             let want: Vec<[u8; 32]> = want.iter().map(|s| s.to_repr()).collect();
             assert_eq!(got, want, "quotient 2^{log} {mode:?}");
+        }
+    }
+}
+
+/// Copies beside the queue's kernels keep their bytes, and so do the copies after them: a copy
+/// beside whose buffer is made after long kernels (so its transfer waits for them) is followed
+/// at once by a plain copy and another copy beside, each of more than one staging piece where
+/// the backend stages; all three read back exact. Where copies beside are plain writes
+/// (OpenCL), the same sequence runs with short kernels.
+pub fn check_copies_beside<D: Device>(gpu: &GpuDevice<D>) {
+    let mut q = gpu.device.queue().expect("a queue");
+    let beside = q.copies_beside();
+    let mut rng = rand::thread_rng();
+    // Long kernels (on a device that copies beside): products over 2^24 scalars, repeated.
+    let (log, reps) = if beside { (24, 200) } else { (10, 1) };
+    let n = 1usize << log;
+    let x = gpu
+        .scratch(&mut q, n as u64 * 32, "long kernels")
+        .expect("scratch");
+    let n32 = Arg::U32(n as u32);
+    launch_threads(
+        &mut q,
+        &gpu.names.fill_zero,
+        n,
+        &[Arg::Buffer(x.raw()), Arg::U32(0), n32],
+    )
+    .expect("fill");
+    for _ in 0..reps {
+        let args = [
+            Arg::Buffer(x.raw()),
+            Arg::Buffer(x.raw()),
+            Arg::U32(n as u32),
+        ];
+        launch_threads(&mut q, &gpu.names.mul_assign, n, &args).expect("products");
+    }
+    // 48 MiB each: two staging pieces of the CUDA backend's.
+    let len = if beside { 48 << 20 } else { 1 << 16 };
+    let data: Vec<Vec<u8>> = (0..3)
+        .map(|_| {
+            let mut v = vec![0u8; len];
+            rng.fill_bytes(&mut v);
+            v
+        })
+        .collect();
+    assert!(data[0] != data[1] && data[1] != data[2] && data[0] != data[2]);
+    let bufs: Vec<_> = (0..3)
+        .map(|_| gpu.scratch(&mut q, len as u64, "copies").expect("scratch"))
+        .collect();
+    q.write_beside(bufs[0].raw(), 0, &data[0])
+        .expect("copy beside");
+    q.write(bufs[1].raw(), 0, &data[1]).expect("plain copy");
+    q.write_beside(bufs[2].raw(), 0, &data[2])
+        .expect("copy beside");
+    for (i, (buf, want)) in bufs.iter().zip(&data).enumerate() {
+        let mut got = vec![0u8; len];
+        q.read(buf.raw(), 0, &mut got).expect("read");
+        if let Some(at) = (0..len).find(|&j| got[j] != want[j]) {
+            panic!("copy {i} of 3 (copies beside the kernels: {beside}): byte {at} differs");
         }
     }
 }
@@ -864,6 +923,13 @@ macro_rules! device_backend_tests {
             let limit = Some($crate::device::STREAM_LIMIT);
             if let Some(b) = ($open)(limit, $crate::device::Faults::none(), false) {
                 $crate::device::check_msms(b.device(0).expect("a device"), true);
+            }
+        }
+
+        #[test]
+        fn stages_copies_beside_the_kernels_keep_their_bytes() {
+            if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
+                $crate::device::check_copies_beside(b.device(0).expect("a device"));
             }
         }
 

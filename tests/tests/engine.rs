@@ -434,3 +434,52 @@ fn a_thousand_partitions_none_lost_and_bounded() {
         );
     }
 }
+
+#[test]
+fn the_cpu_quotient_s_growth_of_abc_to_the_domain_is_counted() {
+    use prover_core::circuits::DenseCircuit;
+    use prover_core::ledger::BufferKind;
+    // Peak of the CPU accelerator's host temporaries for one partition of `circuit`, and the
+    // growth of its a/b/c to the domain (32 bytes a slot).
+    let run = |circuit: DenseCircuit| -> (u64, u64) {
+        let shape = DenseCircuit::new(circuit.constraints(), 1, 5);
+        let params = generate_seeded_parameters(shape, 5).unwrap();
+        let pvk = prepare_verifying_key(&params.vk);
+        let synthesized = CpuSynthesizer.synthesize(circuit.clone()).unwrap();
+        let len = synthesized.evaluations.a.len() as u64;
+        let growth = 3 * (params.domain_size() as u64 - len) * 32;
+        let engine: Engine<DenseCircuit, CpuSynthesizer> = Engine::new(
+            Config {
+                pw: 1,
+                synthesis_threads: 1,
+                finalizer_threads: 1,
+                ..Config::default()
+            },
+            CpuSynthesizer,
+            Arc::new(CpuBackend),
+            Arc::new(CpuBackend),
+        )
+        .unwrap();
+        let prepared = engine.prepare(Arc::new(params)).unwrap();
+        let proofs = engine
+            .submit(&prepared, vec![circuit.clone()], &mut rand::thread_rng())
+            .unwrap()
+            .wait()
+            .unwrap();
+        let inputs = vec![circuit.public_inputs()];
+        assert!(verify_proofs_batch(&pvk, &proofs, &inputs, &mut rand::thread_rng()).unwrap());
+        let ledger = engine.ledger().clone();
+        engine.shutdown();
+        let s = ledger.snapshot();
+        assert!(s.is_balanced(), "{s}");
+        (s.kind(BufferKind::BackendTemp).bytes.peak, growth)
+    };
+    // 20 chain constraints (and the input's): a domain of 32, a/b/c grown from their lengths.
+    let (temp, growth) = run(DenseCircuit::new(20, 1, 5).with_witness(1));
+    assert!(growth > 0);
+    assert_eq!(temp, growth);
+    // Twin: a circuit that fills its domain grows nothing and registers nothing.
+    let full = DenseCircuit::with_domain(5, 1, 5);
+    let (temp, growth) = run(DenseCircuit::new(full.constraints(), 1, 5).with_witness(1));
+    assert_eq!((temp, growth), (0, 0));
+}
