@@ -290,15 +290,12 @@ fn generate_into<C: Circuit<Scalar>>(
         &g1_base,
         multiplier,
         progress,
-        |range| {
-            let mut p = tau.pow_vartime([range.start as u64]) * coeff;
-            range
-                .map(|_| {
-                    let q = p;
-                    p *= tau;
-                    q
-                })
-                .collect()
+        |start, out| {
+            let mut p = tau.pow_vartime([start as u64]) * coeff;
+            for o in out {
+                *o = p;
+                p *= tau;
+            }
         },
         &mut |c| sink.g1("params.h", c),
     )?;
@@ -309,7 +306,11 @@ fn generate_into<C: Circuit<Scalar>>(
         &g1_base,
         multiplier,
         progress,
-        |range| range.map(|j| ext(n_in + j)).collect(),
+        |start, out| {
+            for (j, o) in (n_in + start..).zip(out) {
+                *o = ext(j);
+            }
+        },
         &mut |c| sink.g1("params.l", c),
     )?;
     // A and B queries: the variables with nonzero polynomials, inputs first.
@@ -319,12 +320,11 @@ fn generate_into<C: Circuit<Scalar>>(
         &g1_base,
         multiplier,
         progress,
-        |range| a_vars[range].iter().map(|&j| u[j as usize]).collect(),
+        |start, out| gather(&u, &a_vars[start..start + out.len()], out),
         &mut |c| sink.g1("params.a", c),
     )?;
-    let b_scalars = |range: std::ops::Range<usize>| -> Vec<Scalar> {
-        b_vars[range].iter().map(|&j| v[j as usize]).collect()
-    };
+    let b_scalars =
+        |start: usize, out: &mut [Scalar]| gather(&v, &b_vars[start..start + out.len()], out);
     sink.section("params.b_g1", b_vars.len())?;
     emit(
         b_vars.len(),
@@ -346,6 +346,13 @@ fn generate_into<C: Circuit<Scalar>>(
     )
 }
 
+/// `out[k] = values[at[k]]`.
+fn gather(values: &[Scalar], at: &[u32], out: &mut [Scalar]) {
+    for (o, &j) in out.iter_mut().zip(at) {
+        *o = values[j as usize];
+    }
+}
+
 /// Indices of the nonzero entries.
 fn nonzero_indices(s: &[Scalar]) -> Vec<u32> {
     s.par_iter()
@@ -355,8 +362,8 @@ fn nonzero_indices(s: &[Scalar]) -> Vec<u32> {
         .collect()
 }
 
-/// Computes `base * scalars(range)` for `0..n` in the multiplier's chunks (each chunk's
-/// scalars made on every thread) and hands the affine points to `put` in order. The next chunk
+/// Computes `base * s_i` for `i` in `0..n`, where `scalars(start, out)` writes `s_start..` into
+/// `out`, in the multiplier's chunks (each chunk's scalars made on every thread) and hands the affine points to `put` in order. The next chunk
 /// is computed (on the device, for a device multiplier) while this thread encodes and writes
 /// the current one: at most three chunks are held, one computed, one waiting, one written.
 fn emit<G>(
@@ -364,7 +371,7 @@ fn emit<G>(
     base: &FixedBase<G>,
     multiplier: &dyn Multiplier,
     progress: &dyn GenProgress,
-    scalars: impl Fn(std::ops::Range<usize>) -> Vec<Scalar> + Sync,
+    scalars: impl Fn(usize, &mut [Scalar]) + Sync,
     put: &mut dyn FnMut(&[G::AffineRepr]) -> Result<()>,
 ) -> Result<()>
 where
@@ -374,12 +381,12 @@ where
     let chunk = multiplier.chunk_len().max(1);
     let make = |start: usize| -> Result<Vec<G::AffineRepr>> {
         let end = (start + chunk).min(n);
-        let pieces: Vec<usize> = (start..end).step_by(CPU_PIECE).collect();
         let s: Vec<Scalar> = timed(progress, GenPhase::Scalars, || {
-            pieces
-                .into_par_iter()
-                .flat_map_iter(|p| scalars(p..(p + CPU_PIECE).min(end)))
-                .collect()
+            let mut s = vec![Scalar::ZERO; end - start];
+            s.par_chunks_mut(CPU_PIECE)
+                .enumerate()
+                .for_each(|(k, out)| scalars(start + k * CPU_PIECE, out));
+            s
         });
         let points = timed(progress, GenPhase::Products, || {
             G::products(multiplier, base, &s)
