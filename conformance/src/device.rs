@@ -162,8 +162,20 @@ pub fn check_copies_beside<D: Device>(gpu: &GpuDevice<D>) {
     let mut q = gpu.device.queue().expect("a queue");
     let beside = q.copies_beside();
     let mut rng = rand::thread_rng();
-    // Long kernels (on a device that copies beside): products over 2^24 scalars, repeated.
-    let (log, reps) = if beside { (24, 200) } else { (10, 1) };
+    // 48 MiB each (two staging pieces of the CUDA backend's), drawn before the kernels are
+    // queued, so that the copies come while the kernels still run.
+    let len = if beside { 48 << 20 } else { 1 << 16 };
+    let data: Vec<Vec<u8>> = (0..3)
+        .map(|_| {
+            let mut v = vec![0u8; len];
+            rng.fill_bytes(&mut v);
+            v
+        })
+        .collect();
+    assert!(data[0] != data[1] && data[1] != data[2] && data[0] != data[2]);
+    // Long kernels (on a device that copies beside): products over 2^24 scalars, repeated
+    // (about half a second on an H200).
+    let (log, reps) = if beside { (24, 1000) } else { (10, 1) };
     let n = 1usize << log;
     let x = gpu
         .scratch(&mut q, n as u64 * 32, "long kernels")
@@ -184,16 +196,7 @@ pub fn check_copies_beside<D: Device>(gpu: &GpuDevice<D>) {
         ];
         launch_threads(&mut q, &gpu.names.mul_assign, n, &args).expect("products");
     }
-    // 48 MiB each: two staging pieces of the CUDA backend's.
-    let len = if beside { 48 << 20 } else { 1 << 16 };
-    let data: Vec<Vec<u8>> = (0..3)
-        .map(|_| {
-            let mut v = vec![0u8; len];
-            rng.fill_bytes(&mut v);
-            v
-        })
-        .collect();
-    assert!(data[0] != data[1] && data[1] != data[2] && data[0] != data[2]);
+    // Made after the kernels are queued: the first copy beside waits for them.
     let bufs: Vec<_> = (0..3)
         .map(|_| gpu.scratch(&mut q, len as u64, "copies").expect("scratch"))
         .collect();
