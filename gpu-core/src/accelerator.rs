@@ -502,18 +502,43 @@ impl<D: Device> GpuWorker<D> {
         let gpu = &*self.gpu;
         let q = &mut self.queue;
         let n = domain.size();
-        let mode = NttMode::choose(n, gpu.gauge.available(), self.beside && q.copies_beside())
-            .ok_or_else(|| {
-                DeviceError::new(
-                    "H",
-                    format!(
-                        "a domain of 2^{} needs {} on the device, {} is left under its limit",
-                        domain.log2,
-                        prover_core::ledger::human_bytes(2 * n as u64 * 32),
-                        prover_core::ledger::human_bytes(gpu.gauge.available())
-                    ),
-                )
-            })?;
+        let w = &partition.witness;
+        let beside = self.beside && q.copies_beside();
+        // The 0/1 split on the device when every query's bases are resident and the witness
+        // fits beside them; on the host otherwise.
+        let all_resident = [&resident.l, &resident.a, &resident.b_g1, &resident.b_g2]
+            .iter()
+            .all(|b| b.is_some());
+        let on_device =
+            self.scan == ScanMode::Device && all_resident && DeviceWitness::fits(gpu, w);
+        // Where the queue copies beside its kernels and the H pipeline still gets its four
+        // vectors, the witness's buffers are made first and filled beside the H pipeline's
+        // kernels (made later, their allocation would order the copy after those kernels).
+        let early = on_device
+            && beside
+            && NttMode::choose(
+                n,
+                gpu.gauge
+                    .available()
+                    .saturating_sub(DeviceWitness::<D>::bytes(w)),
+                true,
+            ) == Some(NttMode::Ahead);
+        let made = if early {
+            Some(DeviceWitness::allocate(gpu, q, w, ledger)?)
+        } else {
+            None
+        };
+        let mode = NttMode::choose(n, gpu.gauge.available(), beside).ok_or_else(|| {
+            DeviceError::new(
+                "H",
+                format!(
+                    "a domain of 2^{} needs {} on the device, {} is left under its limit",
+                    domain.log2,
+                    prover_core::ledger::human_bytes(2 * n as u64 * 32),
+                    prover_core::ledger::human_bytes(gpu.gauge.available())
+                ),
+            )
+        })?;
         let staging = q.staging_bytes();
         if staging > 0 {
             ledger.register(BackendBuffer::PinnedStaging, staging);
@@ -524,6 +549,10 @@ impl<D: Device> GpuWorker<D> {
         let exps = p.step("h_ntt", q, |q| {
             quotient(gpu, q, [&e.a, &e.b, &e.c], domain, mode, ledger)
         })?;
+        let dw = match made {
+            Some(dw) => Some(p.step("witness_upload", q, |q| dw.fill(q, w, true).map(|()| dw))?),
+            None => None,
+        };
         let h = p.step("msm_h", q, |q| {
             dense_msm::<D, G1Affine>(
                 gpu,
@@ -536,18 +565,12 @@ impl<D: Device> GpuWorker<D> {
             )
         })?;
         free_counted(ledger, BackendBuffer::DeviceAbc, [exps]);
-        let w = &partition.witness;
-        // The 0/1 split on the device when every query's bases are resident and the witness
-        // fits beside them; on the host otherwise.
-        let all_resident = [&resident.l, &resident.a, &resident.b_g1, &resident.b_g2]
-            .iter()
-            .all(|b| b.is_some());
-        let dw = if self.scan == ScanMode::Device && all_resident && DeviceWitness::fits(gpu, w) {
-            Some(p.step("witness_upload", q, |q| {
+        let dw = match dw {
+            Some(dw) => Some(dw),
+            None if on_device => Some(p.step("witness_upload", q, |q| {
                 DeviceWitness::upload(gpu, q, w, ledger)
-            })?)
-        } else {
-            None
+            })?),
+            None => None,
         };
         let mut scan_seconds = 0.0;
         let mut scan =

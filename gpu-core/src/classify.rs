@@ -9,7 +9,7 @@ use prover_core::plan::{Filter, MsmTerm, ScalarSource};
 use prover_core::synthesize::Witness;
 
 use crate::context::{launch_threads, GpuDevice};
-use crate::device::{bytes_of_mut, Arg, Device, DeviceError, DeviceResult, Queue};
+use crate::device::{bytes_of, bytes_of_mut, Arg, Device, DeviceError, DeviceResult, Queue};
 use crate::memory::{free_counted, DeviceBuffer};
 use crate::msm::Scan;
 use crate::pippenger::{exclusive_scan, scan_sums_bytes};
@@ -85,15 +85,59 @@ impl<D: Device> DeviceWitness<D> {
         w: &Witness,
         ledger: &mut BackendBuffers<'_>,
     ) -> DeviceResult<Self> {
+        let dw = Self::allocate(gpu, q, w, ledger)?;
+        dw.fill(q, w, false)?;
+        Ok(dw)
+    }
+
+    /// The device buffers for `w`, not yet filled (registered in `ledger` as device scratch
+    /// until [`DeviceWitness::release`]). Made before other work is queued, a copy beside
+    /// ([`DeviceWitness::fill`]) waits for nothing but them.
+    pub fn allocate(
+        gpu: &GpuDevice<D>,
+        q: &mut D::Queue,
+        w: &Witness,
+        ledger: &mut BackendBuffers<'_>,
+    ) -> DeviceResult<Self> {
+        let words = |d: &prover_core::density::Density| 8 * d.words().len() as u64;
         let dw = DeviceWitness {
-            input: gpu.upload_scratch(q, &w.input, "witness inputs")?,
-            aux: gpu.upload_scratch(q, &w.aux, "witness aux")?,
-            a_aux: gpu.upload_scratch(q, w.a_aux_density.words(), "A density")?,
-            b_input: gpu.upload_scratch(q, w.b_input_density.words(), "B input density")?,
-            b_aux: gpu.upload_scratch(q, w.b_aux_density.words(), "B aux density")?,
+            input: gpu.scratch(q, bytes_of(&w.input).len() as u64, "witness inputs")?,
+            aux: gpu.scratch(q, bytes_of(&w.aux).len() as u64, "witness aux")?,
+            a_aux: gpu.scratch(q, words(&w.a_aux_density), "A density")?,
+            b_input: gpu.scratch(q, words(&w.b_input_density), "B input density")?,
+            b_aux: gpu.scratch(q, words(&w.b_aux_density), "B aux density")?,
         };
         ledger.register(BackendBuffer::DeviceScratch, dw.held_bytes());
         Ok(dw)
+    }
+
+    /// Copies `w` into buffers made by [`DeviceWitness::allocate`] for it; `beside`: beside the
+    /// queue's kernels ([`Queue::write_beside`]; the queue's later work waits for the copies).
+    pub fn fill(&self, q: &mut D::Queue, w: &Witness, beside: bool) -> DeviceResult<()> {
+        let parts: [(&DeviceBuffer<D>, &[u8]); 5] = [
+            (&self.input, bytes_of(&w.input)),
+            (&self.aux, bytes_of(&w.aux)),
+            (&self.a_aux, bytes_of(w.a_aux_density.words())),
+            (&self.b_input, bytes_of(w.b_input_density.words())),
+            (&self.b_aux, bytes_of(w.b_aux_density.words())),
+        ];
+        for (buf, bytes) in parts {
+            if bytes.len() as u64 > buf.bytes() {
+                return Err(DeviceError::new(
+                    "uploading the witness",
+                    format!("{} bytes for a buffer of {}", bytes.len(), buf.bytes()),
+                ));
+            }
+            if bytes.is_empty() {
+                continue;
+            }
+            if beside {
+                q.write_beside(buf.raw(), 0, bytes)?;
+            } else {
+                q.write(buf.raw(), 0, bytes)?;
+            }
+        }
+        Ok(())
     }
 
     fn held_bytes(&self) -> u64 {
