@@ -86,7 +86,8 @@ impl AcceleratorWorker for CpuWorker {
             witness,
         } = partition;
         // The quotient grows a, b and c to the domain's size in place (the synthesizer hands
-        // them over at their lengths): the growth is a host temporary of this stage.
+        // them over at their lengths): the growth is a host temporary of this stage (the
+        // budget's share for a/b/c is domain-sized, so it already holds the growth).
         let grown = [&evaluations.a, &evaluations.b, &evaluations.c]
             .iter()
             .map(|v| domain.size().saturating_sub(v.capacity()) as u64)

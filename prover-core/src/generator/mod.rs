@@ -454,6 +454,13 @@ mod tests {
         }
     }
 
+    /// A fresh folder under the system's temporary one.
+    fn scratch_dir(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("proofline-{tag}-{}", rand::random::<u64>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[derive(Default)]
     struct Count {
         total: std::sync::atomic::AtomicU64,
@@ -530,8 +537,7 @@ mod tests {
 
     #[test]
     fn a_failing_chunk_stops_the_file_and_says_why() {
-        let dir = std::env::temp_dir().join(format!("proofline-fail-{}", rand::random::<u64>()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("fail");
         let path = dir.join("cube.params");
         let trapdoor = Trapdoor::random(&mut rand::thread_rng());
         let c = Cube {
@@ -576,8 +582,7 @@ mod tests {
             x: 5,
             dangling: false,
         };
-        let dir = std::env::temp_dir().join(format!("proofline-phases-{}", rand::random::<u64>()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("phases");
         let to_file = Count::default();
         write_parameters_with_progress(c.clone(), &trapdoor, &dir.join("cube.params"), &to_file)
             .unwrap();
@@ -618,8 +623,7 @@ mod tests {
 
     #[test]
     fn streamed_file_equals_the_parameters_in_memory() {
-        let dir = std::env::temp_dir().join(format!("proofline-gen-{}", rand::random::<u64>()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("gen");
         let path = dir.join("cube.params");
         let trapdoor = Trapdoor::random(&mut rand::thread_rng());
         let c = Cube {
