@@ -4,6 +4,8 @@ use blstrs::Scalar;
 use ff::PrimeField;
 use rayon::prelude::*;
 
+use crate::parallel;
+
 /// A bitmap over variables: bit `i` is set when variable `i` appears with a nonzero coefficient
 /// in some constraint of the query.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -128,11 +130,13 @@ impl ScalarBytes {
 /// Converts scalars to canonical bytes in place, in parallel, without a second buffer.
 pub fn into_canonical(v: Vec<Scalar>) -> Vec<ScalarBytes> {
     let mut v = std::mem::ManuallyDrop::new(v);
-    v.par_iter_mut().for_each(|s| {
-        let bytes = ScalarBytes::from_scalar(s);
-        // SAFETY: `Scalar` is four plain u64 limbs with no invalid bit patterns, and the two types
-        // have the same size; the slot is reinterpreted as `ScalarBytes` right below.
-        *s = unsafe { std::mem::transmute::<ScalarBytes, Scalar>(bytes) };
+    parallel::install(|| {
+        v.par_iter_mut().for_each(|s| {
+            let bytes = ScalarBytes::from_scalar(s);
+            // SAFETY: `Scalar` is four plain u64 limbs with no invalid bit patterns, and the two
+            // types have the same size; the slot is reinterpreted as `ScalarBytes` right below.
+            *s = unsafe { std::mem::transmute::<ScalarBytes, Scalar>(bytes) };
+        })
     });
     let (ptr, len, cap) = (v.as_mut_ptr(), v.len(), v.capacity());
     // SAFETY: same size and alignment (asserted above), so the allocation's layout is unchanged;

@@ -16,6 +16,7 @@
 //!   budget; the ledger's timeline.
 //! - [`pce`]: pre-compiled synthesis (a circuit shape's matrices recorded once, then witness-only
 //!   synthesis and a parallel sparse product per partition).
+//! - [`parallel`]: the pool that synthesis's parallel parts run in (the engine's synthesis pool).
 //! - [`circuits`]: demo workloads for tests, benchmarks and the `prove` command.
 #![warn(missing_docs)]
 
@@ -28,6 +29,7 @@ pub mod engine;
 pub mod error;
 pub mod generator;
 pub mod ledger;
+pub mod parallel;
 pub mod params;
 pub mod pce;
 pub mod permit;

@@ -5,7 +5,9 @@
 //! Threads and pools, each named so that a profile shows which stage burns the cores:
 //! - `proofline-dispatch` grants synthesis permits (`pw`) oldest job first, lowest partition
 //!   first, and reserves each partition's bytes from the budget before its synthesis starts;
-//! - synthesis runs on the `proofline-synth` rayon pool, one task per partition;
+//! - synthesis runs on the `proofline-synth-<i>` threads, one task per partition, its parallel
+//!   parts in the `proofline-synth-par` rayon pool (as many threads each: [`crate::parallel`]
+//!   says why the tasks are not the pool's own);
 //! - `proofline-handoff` moves synthesized partitions into the accelerator queue in order, one
 //!   of `queue_depth` slots each; with [`ReleasePolicy::AfterHandoff`] the synthesis permit is
 //!   dropped only then, so `Synthesizing + AwaitingAccelerator <= pw + queue_depth`;
@@ -17,14 +19,16 @@
 //! - `proofline-dealloc` drops the remains off the hot path.
 //!
 //! Module map: [`config`] (knobs, validation, figures), `job` (a job's state and handle),
-//! `pipeline` (dispatch, synthesis, hand-off), [`accelerator`] (device workers, routing,
-//! fallback pool), `finalize` (finalizer pool, deallocation).
+//! `pipeline` (dispatch, synthesis, hand-off), `synth_threads` (the synthesis threads),
+//! [`accelerator`] (device workers, routing, fallback pool), `finalize` (finalizer pool,
+//! deallocation).
 
 pub mod accelerator;
 pub mod config;
 mod finalize;
 mod job;
 mod pipeline;
+mod synth_threads;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -194,7 +198,7 @@ where
             Some(size) => Some(MemoryBudget::new(size.resolve()?)),
             None => None,
         };
-        let synth_pool = pool("proofline-synth", config.synthesis_threads)?;
+        let synth_pool = pool("proofline-synth-par", config.synthesis_threads)?;
         let finalize_pool = pool("proofline-finalize", config.finalizer_threads)?;
         let devices = config
             .devices
@@ -255,10 +259,14 @@ where
         let (fallback_tx, fallback_rx) = crossbeam_channel::unbounded();
         {
             let shared = self.shared.clone();
+            // The synthesis threads stop after the dispatcher, which holds their feed.
+            let mut drivers = Vec::new();
+            let tasks = synth_threads::start(synth_pool, &mut drivers)?;
             self.threads
                 .push(spawn("proofline-dispatch".into(), move || {
-                    pipeline::dispatch(shared, synth_pool, handoff_tx)
+                    pipeline::dispatch(shared, tasks, handoff_tx)
                 })?);
+            self.threads.append(&mut drivers);
         }
         {
             let core = core.clone();

@@ -8,7 +8,6 @@ use std::time::Instant;
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
 use crossbeam_channel::Sender;
-use rayon::ThreadPool;
 
 use crate::error::{catch_panic, Error};
 use crate::ledger::{BufferKind, PartitionToken, Stage};
@@ -16,6 +15,7 @@ use crate::permit::Permit;
 use crate::synthesize::{SynthesizedPartition, Synthesizer};
 
 use super::job::{InFlight, JobState};
+use super::synth_threads::Task;
 use super::{add_time, lock, Core, Queued, Shared, SYNTHESIS};
 
 /// A synthesized partition on its way to the queue, with its synthesis permit (after-handoff).
@@ -29,7 +29,7 @@ pub(super) struct HandOff {
 /// tasks; reserves each partition's bytes from the budget before its synthesis starts.
 pub(super) fn dispatch<C, S>(
     shared: Arc<Shared<C, S>>,
-    pool: Arc<ThreadPool>,
+    tasks: Sender<Task>,
     handoff: mpsc::Sender<HandOff>,
 ) where
     C: Circuit<Scalar> + Send + 'static,
@@ -78,9 +78,15 @@ pub(super) fn dispatch<C, S>(
             },
             None => None,
         };
-        let shared = shared.clone();
-        let handoff = handoff.clone();
-        pool.spawn(move || synthesize(shared, job, index, circuit, permit, budget, handoff));
+        let (shared, handoff, state) = (shared.clone(), handoff.clone(), job.clone());
+        let task: Task =
+            Box::new(move || synthesize(shared, job, index, circuit, permit, budget, handoff));
+        if let Err(crossbeam_channel::SendError(task)) = tasks.send(task) {
+            // No synthesis thread is left (they only stop after this dispatcher): fail, never
+            // lose. Dropping the task gives its permit and reservation back.
+            drop(task);
+            state.fail(index, "synthesis", Error::ShutDown);
+        }
     }
 }
 

@@ -6,6 +6,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use crate::density::Density;
+use crate::parallel;
 
 /// Coefficient code of `+1` (no multiplication).
 pub(crate) const CODE_ONE: u32 = 0;
@@ -200,23 +201,27 @@ impl Matrices {
         aux: &[Scalar],
     ) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
         debug_assert_eq!((input.len(), aux.len()), (self.inputs, self.aux));
-        let (a, (b, c)) = rayon::join(
-            || self.product(&self.a, input, aux),
-            || {
-                rayon::join(
-                    || self.product(&self.b, input, aux),
-                    || self.product(&self.c, input, aux),
-                )
-            },
-        );
+        let (a, (b, c)) = parallel::install(|| {
+            rayon::join(
+                || self.product(&self.a, input, aux),
+                || {
+                    rayon::join(
+                        || self.product(&self.b, input, aux),
+                        || self.product(&self.c, input, aux),
+                    )
+                },
+            )
+        });
         (a, b, c)
     }
 }
 
 /// The first constraint `i` with `a[i] * b[i] != c[i]`, if any (checked over all cores).
 pub(crate) fn first_unsatisfied(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<usize> {
-    (0..a.len())
-        .into_par_iter()
-        .with_min_len(4096)
-        .find_first(|&i| a[i] * b[i] != c[i])
+    parallel::install(|| {
+        (0..a.len())
+            .into_par_iter()
+            .with_min_len(4096)
+            .find_first(|&i| a[i] * b[i] != c[i])
+    })
 }

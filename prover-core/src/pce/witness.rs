@@ -12,6 +12,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use crate::error::Result;
+use crate::parallel;
 use crate::synthesize::synthesize_in_bellperson_shape;
 
 /// A circuit's assignments in bellperson's shape (ONE first), and its constraint count.
@@ -167,14 +168,16 @@ where
     );
     let mut beginning = Assignment::default();
     run(&mut beginning, None)?;
-    let assigned: Vec<Assignment> = parts
-        .into_par_iter()
-        .map(|p| {
-            let mut a = Assignment::default();
-            run(&mut a, Some(p))?;
-            Ok(a)
-        })
-        .collect::<Result<_, SynthesisError>>()?;
+    let assigned: Vec<Assignment> = parallel::install(|| {
+        parts
+            .into_par_iter()
+            .map(|p| {
+                let mut a = Assignment::default();
+                run(&mut a, Some(p))?;
+                Ok(a)
+            })
+            .collect::<Result<_, SynthesisError>>()
+    })?;
     append(cs, &beginning, &Assignment::default());
     for a in &assigned {
         append(cs, a, &beginning);
