@@ -201,7 +201,8 @@ pub struct RunConfig {
     #[arg(long = "gpu-mem-limit", value_parser = crate::units::parse_size)]
     #[serde(default)]
     pub gpu_mem_limit: Option<u64>,
-    /// Synthesis threads (0: one per CPU).
+    /// Synthesis threads (0: one per CPU): partitions synthesized at once, and the threads of
+    /// the pool that runs their parallel parts.
     #[arg(long = "synthesis-threads", default_value_t = 0)]
     pub synthesis_threads: usize,
     /// Byte budget for the partitions' buffers: a size (512MiB, 20GiB) or `auto`.

@@ -51,7 +51,8 @@ pub struct Config {
     pub gpu_workers: usize,
     /// Threads of the finalizer pool (0: one per CPU).
     pub finalizer_threads: usize,
-    /// Threads of the synthesis pool (0: one per CPU).
+    /// Synthesis threads (0: one per CPU), each running one partition's synthesis at a time,
+    /// and as many in the pool that runs the syntheses' parallel parts.
     pub synthesis_threads: usize,
     /// Optional byte budget for the partitions' buffers.
     pub mem_budget: Option<BudgetSize>,
