@@ -1,6 +1,8 @@
 //! The one kernel source both APIs compile: ec-gpu-gen's field, curve and multiexp code for Fr,
-//! Fp, Fp2, G1 and G2, then proofline's own kernels (`kernels.cl`, `ntt.cl`, and `msm.cl` once
-//! per curve), with ec-gpu-gen's type names substituted.
+//! Fp, Fp2, G1 and G2 (with 32-bit limbs, the fields' comparison, equality, addition,
+//! subtraction and doubling replaced by `field.cl`'s branch-free ones), then proofline's own
+//! kernels (`kernels.cl`, `ntt.cl`, and `msm.cl` once per curve), with ec-gpu-gen's type names
+//! substituted.
 
 use blstrs::{G1Affine, G2Affine, Scalar};
 use ec_gpu::{GpuField, GpuName};
@@ -15,6 +17,7 @@ const INVERSE: &str = include_str!("inverse.cl");
 const FIXED_BASE: &str = include_str!("fixed_base.cl");
 const NTT: &str = include_str!("ntt.cl");
 const SYNTHETIC: &str = include_str!("synthetic.cl");
+const FIELD: &str = include_str!("field.cl");
 
 /// The line of `synthetic.cl` after which its text is per curve.
 const PER_CURVE: &str = "// ---- per curve ----";
@@ -229,6 +232,91 @@ fn build(builder: &SourceBuilder, limbs: Limbs) -> String {
     }
 }
 
+/// The definitions `field.cl` replaces, as ec-gpu-gen's field text begins them (`{T}` the
+/// field), in the text's order.
+const REPLACED: [&str; 5] = [
+    "DEVICE bool {T}_gte({T} a, {T} b) {",
+    "DEVICE bool {T}_eq({T} a, {T} b) {",
+    "DEVICE {T} {T}_sub({T} a, {T} b) {",
+    "DEVICE {T} {T}_add({T} a, {T} b) {",
+    "DEVICE {T} {T}_double({T} a) {",
+];
+
+/// Where the function whose definition starts at `start` ends (after its closing brace).
+fn function_end(text: &str, start: usize) -> Option<usize> {
+    let open = start + text[start..].find('{')?;
+    let mut depth = 0usize;
+    for (i, c) in text[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// CUDA's `r = a - b` over `n` limbs in one carry chain, the borrow out into `m` as a mask
+/// (`r` holds `a` before it).
+fn sub_chain(n: usize) -> String {
+    let mut asm = String::from("asm(\"sub.cc.u32 %0, %0, %");
+    asm.push_str(&format!("{};\\n\\t\"\n", n + 1));
+    for i in 1..n {
+        asm.push_str(&format!(
+            "      \"subc.cc.u32 %{i}, %{i}, %{};\\n\\t\"\n",
+            n + 1 + i
+        ));
+    }
+    asm.push_str(&format!("      \"subc.u32 %{n}, 0, 0;\"\n      : "));
+    let outs: Vec<String> = (0..n).map(|i| format!("\"+r\"(r->val[{i}])")).collect();
+    asm.push_str(&outs.join(", "));
+    asm.push_str(", \"=r\"(m)\n      : ");
+    let ins: Vec<String> = (0..n).map(|i| format!("\"r\"(b.val[{i}])")).collect();
+    asm.push_str(&ins.join(", "));
+    asm.push_str(");");
+    asm
+}
+
+/// ec-gpu-gen's 32-bit-limb field text of `name` with the definitions in [`REPLACED`] taken
+/// out (declared where the first was) and `field.cl`'s appended.
+fn branch_free(text: &str, name: &str) -> String {
+    let layout = |what: &str| -> ! { panic!("ec-gpu-gen's layout changed: {what} of {name}") };
+    let limbs: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("#define {name}_LIMBS ")))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| layout("the limb count"));
+    let mut out = text.to_string();
+    let mut declarations = String::new();
+    let mut first = None;
+    for head in REPLACED {
+        let head = head.replace("{T}", name);
+        if out.matches(&head).count() != 1 {
+            layout(&head);
+        }
+        let start = out.find(&head).unwrap_or_else(|| layout(&head));
+        let end = function_end(&out, start).unwrap_or_else(|| layout(&head));
+        declarations.push_str(&format!("{};\n", head.trim_end_matches(" {")));
+        out.replace_range(start..end, "");
+        first = Some(first.map_or(start, |f: usize| f.min(start)));
+    }
+    let first = first.unwrap_or_else(|| layout("the replaced definitions"));
+    out.insert_str(first, &declarations);
+    out.push_str("\n\n");
+    out.push_str(
+        &FIELD
+            .replace("{SUB_CHAIN}", &sub_chain(limbs))
+            .replace("{N}", &limbs.to_string())
+            .replace("{T}", name),
+    );
+    out
+}
+
 impl Parts {
     fn new(limbs: Limbs) -> Self {
         let empty = build(&SourceBuilder::new(), limbs);
@@ -261,6 +349,14 @@ impl Parts {
         };
         let g1 = strip(&multiexp(G1Affine::x, limbs), &either(""), "\n\n", "G1").to_string();
         let g2 = strip(&multiexp(G2Affine::x, limbs), &either(&fp2), "\n\n", "G2").to_string();
+        let (fr, fp) = match limbs {
+            Limbs::L32 => (
+                branch_free(&fr, &Scalar::name()),
+                branch_free(&fp, &name_of(G1Affine::x)),
+            ),
+            // `field.cl` is written for 32-bit limbs, which both backends use.
+            Limbs::L64 => (fr, fp),
+        };
         Parts {
             common,
             fr,
@@ -515,6 +611,54 @@ mod tests {
         for _ in 0..4 {
             assert_eq!(a.text, KernelSource::new(Limbs::L32).text);
         }
+    }
+
+    #[test]
+    fn the_fields_branch_free_functions_replace_ec_gpu_gen_s() {
+        let s = KernelSource::new(Limbs::L32);
+        for (name, limbs) in [(Scalar::name(), 8), (name_of(G1Affine::x), 12)] {
+            for head in REPLACED {
+                let head = head.replace("{T}", &name);
+                // Defined once (field.cl's), declared once before it.
+                assert_eq!(s.text.matches(&head).count(), 1, "{head}");
+                let declared = format!("{};", head.trim_end_matches(" {"));
+                let (d, h) = (s.text.find(&declared), s.text.find(&head));
+                assert!(d.is_some_and(|d| d < h.unwrap()), "{declared}");
+            }
+            // ec-gpu-gen's bodies are gone: its limb-by-limb comparison loop, its branch.
+            let scan = format!("for(char i = {name}_LIMBS - 1; i >= 0; i--)");
+            assert!(!s.text.contains(&scan), "{scan}");
+            let branch = format!("if(!{name}_gte(a, b)) res = {name}_add_(res, {name}_P);");
+            assert!(!s.text.contains(&branch), "{branch}");
+            // One chain of `limbs` subtractions for CUDA, the last borrow as the mask.
+            let chain = format!("\"subc.cc.u32 %{0}, %{0}, %{1};", limbs - 1, 2 * limbs);
+            assert!(s.text.contains(&chain), "{chain}");
+            assert!(s.text.contains(&format!("\"subc.u32 %{limbs}, 0, 0;\"")));
+        }
+        // 64-bit limbs keep ec-gpu-gen's (field.cl is written for 32).
+        let s = KernelSource::new(Limbs::L64);
+        assert!(!s.text.contains("_pl_sub_mask"));
+        let scan = format!("for(char i = {}_LIMBS - 1; i >= 0; i--)", Scalar::name());
+        assert!(
+            s.text.contains(&scan),
+            "the twin: ec-gpu-gen's loop is there"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "ec-gpu-gen's layout changed")]
+    fn a_field_text_without_a_replaced_definition_is_refused() {
+        branch_free(
+            "#define F_LIMBS 12\nDEVICE bool F_gte(F a, F b) { return true; }",
+            "F",
+        );
+    }
+
+    #[test]
+    fn function_end_matches_braces() {
+        let t = "DEVICE bool f(F a) { if (x) { y; } return z; }\nnext";
+        assert_eq!(&t[function_end(t, 0).unwrap()..], "\nnext");
+        assert_eq!(function_end("DEVICE bool f(F a) { {", 0), None);
     }
 
     #[test]
