@@ -8,11 +8,12 @@
 //      its bucket), with their bucket beside them;
 //   4. {P}_pl_runs: the sorted entries cut in equal runs of `per`, one thread per run (so a
 //      bucket holding many terms, as a top window's few buckets or equal scalars make, is
-//      shared among threads), adding in XYZZ coordinates (the cheapest mixed addition) and
-//      converting once per bucket: a bucket wholly inside a run is added to its sum there, the
-//      parts of buckets crossing a run's ends are left as the run's head and tail;
-//      {P}_pl_fixup then adds, per crossing bucket, the parts of the runs it spans (long
-//      spans by groups of 64 and 4096 runs summed beforehand);
+//      shared among threads), adding in XYZZ coordinates (the cheapest mixed addition) in one
+//      flat loop, so that a warp's threads add in step wherever their buckets end: a bucket
+//      wholly inside a run is stored as the run's part of it, the parts of buckets crossing a
+//      run's ends are left as the run's head and tail; {P}_pl_fixup then adds, one thread per
+//      bucket, its part or the parts of the runs it spans (long spans by groups of 64 and 4096
+//      runs summed beforehand) to the bucket's sum;
 //   5. {P}_pl_reduce: one thread per segment of a window's buckets computes sum(weight * bucket)
 //      of the segment; {P}_pl_sum adds each window's segments (in passes of groups); the host
 //      combines the windows.
@@ -222,17 +223,36 @@ DEVICE {P}_affine {P}_pl_base(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint g
 }
 
 // Run r: sorted entries [r per, (r + 1) per) of the used ones (cursor[last] of them), each
-// base as {P}_pl_base reads it (the next one is read before the current one is added). A
-// bucket wholly in the run is added (in XYZZ coordinates) to sums[w nb + digit - 1]; the part
-// of a bucket that started before the run is heads[r], the part of one that goes on after it
-// tails[r] (zero when there is none).
+// base as {P}_pl_base reads it (the next one is read before the current one is added). One
+// flat loop over the run's entries, so that a warp's threads add in step: every step adds one
+// base to the running bucket (in XYZZ coordinates); where a bucket ends, its sum is only
+// stored (the conversion and the addition into the bucket sums are {P}_pl_fixup's, one thread
+// per bucket). A bucket wholly in the run goes to parts[w nb + digit - 1] (XYZZ); the part of
+// a bucket that started before the run is heads[r], the part of one that goes on after it
+// tails[r] (jacobian; zero when there is none).
 #define {P}_PL_RUNS_PARAMS                                                                \
   GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint gather, GLOBAL uint *sorted,              \
       GLOBAL uint *skeys, GLOBAL uint *cursor, uint last, uint per, uint runs, uint nb,       \
-      uint first, GLOBAL {P}_jacobian *sums, GLOBAL {P}_jacobian *heads,                     \
+      uint first, GLOBAL {P}_xyzz *parts, GLOBAL {P}_jacobian *heads,                        \
       GLOBAL {P}_jacobian *tails
 #define {P}_PL_RUNS_ARGS                                                                  \
-  bases, idx, gather, sorted, skeys, cursor, last, per, runs, nb, first, sums, heads, tails
+  bases, idx, gather, sorted, skeys, cursor, last, per, runs, nb, first, parts, heads, tails
+
+// The identity in XYZZ coordinates.
+DEVICE {P}_xyzz {P}_xyzz_zero() {
+  const {F} fzero = {F}_ZERO;
+  {P}_xyzz z;
+  z.x = fzero;
+  z.y = fzero;
+  z.zz = fzero;
+  z.zzz = fzero;
+  return z;
+}
+
+// Bucket key k (w (nb + 1) + digit) as an index of the window-major bucket arrays.
+DEVICE uint {P}_pl_slot(uint k, uint nb) {
+  return (k / (nb + 1)) * nb + k % (nb + 1) - 1;
+}
 
 DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   if (r >= runs) return;
@@ -243,34 +263,31 @@ DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   const uint lo = r * per;
   if (lo >= used) return;
   const uint hi = min(lo + per, used);
-  uint j = lo;
+  uint k = skeys[lo];
+  uint start = cursor[k - 1];
+  uint stop = cursor[k];
   bool skip;
-  {P}_affine next = {P}_pl_base(bases, idx, gather, first, sorted[j], &skip);
-  while (j < hi) {
-    const uint k = skeys[j];
-    const uint start = cursor[k - 1];
-    const uint stop = cursor[k];
-    const uint end = min(stop, hi);
-    const {F} fzero = {F}_ZERO;
-    {P}_xyzz acc;
-    acc.x = fzero;
-    acc.y = fzero;
-    acc.zz = fzero;
-    acc.zzz = fzero;
-    for (; j < end; j++) {
-      const {P}_affine p = next;
-      const bool skip_p = skip;
-      if (j + 1 < hi) next = {P}_pl_base(bases, idx, gather, first, sorted[j + 1], &skip);
-      if (!skip_p) acc = {P}_xyzz_add_affine(acc, p);
-    }
-    const {P}_jacobian sum = {P}_xyzz_to_jacobian(acc);
-    if (start < lo) {
-      heads[r] = sum;
-    } else if (stop > hi) {
-      tails[r] = sum;
-    } else {
-      const uint t = (k / (nb + 1)) * nb + k % (nb + 1) - 1;
-      sums[t] = {P}_add(sums[t], sum);
+  {P}_affine next = {P}_pl_base(bases, idx, gather, first, sorted[lo], &skip);
+  {P}_xyzz acc = {P}_xyzz_zero();
+  for (uint j = lo; j < hi; j++) {
+    const {P}_affine p = next;
+    const bool skip_p = skip;
+    if (j + 1 < hi) next = {P}_pl_base(bases, idx, gather, first, sorted[j + 1], &skip);
+    if (!skip_p) acc = {P}_xyzz_add_affine(acc, p);
+    if (j + 1 == stop || j + 1 == hi) {
+      if (start < lo) {
+        heads[r] = {P}_xyzz_to_jacobian(acc);
+      } else if (stop > hi) {
+        tails[r] = {P}_xyzz_to_jacobian(acc);
+      } else {
+        parts[{P}_pl_slot(k, nb)] = acc;
+      }
+      acc = {P}_xyzz_zero();
+      if (j + 1 < hi) {
+        k = skeys[j + 1];
+        start = cursor[k - 1];
+        stop = cursor[k];
+      }
     }
   }
 }
@@ -283,15 +300,16 @@ KERNEL void {RUNS_BOUNDS} {P}_pl_runs({P}_PL_RUNS_PARAMS) {
   {P}_pl_runs_at(r, {P}_PL_RUNS_ARGS);
 }
 
-// Bucket t (t = w nb + digit - 1) that crosses runs: its tail in the run r0 it starts in and
-// the heads of the runs r0 + 1..=r1 it goes on into are added to sums[t]. Aligned groups of 64
+// Bucket t (t = w nb + digit - 1) of this chunk's entries, added to sums[t]: a bucket wholly
+// inside one run is that run's part (parts[t]); one that crosses runs is the tail of the run
+// r0 it starts in and the heads of the runs r0 + 1..=r1 it goes on into. Aligned groups of 64
 // and 4096 runs wholly inside the span are taken from heads64 and heads4096 (the heads summed
 // by {P}_pl_sum), so a crowded bucket (a narrow top window, equal scalars) costs a few hundred
 // additions, not one per run.
 KERNEL void {P}_pl_fixup(GLOBAL uint *cursor, uint per, uint nb, uint total,
-                         GLOBAL {P}_jacobian *sums, GLOBAL {P}_jacobian *heads,
-                         GLOBAL {P}_jacobian *tails, GLOBAL {P}_jacobian *heads64,
-                         GLOBAL {P}_jacobian *heads4096) {
+                         GLOBAL {P}_jacobian *sums, GLOBAL {P}_xyzz *parts,
+                         GLOBAL {P}_jacobian *heads, GLOBAL {P}_jacobian *tails,
+                         GLOBAL {P}_jacobian *heads64, GLOBAL {P}_jacobian *heads4096) {
   const uint t = GET_GLOBAL_ID();
   if (t >= total) return;
   const uint k = (t / nb) * (nb + 1) + t % nb + 1;
@@ -300,7 +318,10 @@ KERNEL void {P}_pl_fixup(GLOBAL uint *cursor, uint per, uint nb, uint total,
   if (stop <= start) return;
   const uint r0 = start / per;
   const uint r1 = (stop - 1) / per;
-  if (r0 == r1) return;
+  if (r0 == r1) {
+    sums[t] = {P}_add(sums[t], {P}_xyzz_to_jacobian(parts[t]));
+    return;
+  }
   {P}_jacobian acc = tails[r0];
   uint r = r0 + 1;
   while (r <= r1) {

@@ -97,13 +97,14 @@ impl Plan {
             .map_or(0, |&(_, out)| out as u64 * self.windows as u64)
     }
 
-    /// Device bytes that do not depend on the chunk: counts, scan sums, bucket sums, segments
-    /// and their partial sums.
+    /// Device bytes that do not depend on the chunk: counts, scan sums, bucket sums and the
+    /// runs' parts of them, segments and their partial sums.
     fn fixed_bytes(&self, jac: u64) -> u64 {
         let counts = self.counts();
         let points = self.buckets as u64 + self.segments() as u64;
         4 * counts
             + scan_sums_bytes(counts as usize)
+            + xyzz_bytes(jac) * self.windows as u64 * self.buckets as u64
             + jac * (self.windows as u64 * points + self.partials())
     }
 
@@ -170,6 +171,12 @@ impl Plan {
     }
 }
 
+/// Bytes of a point in XYZZ coordinates (four field elements) for jacobian points of `jac`
+/// bytes (three).
+fn xyzz_bytes(jac: u64) -> u64 {
+    jac / 3 * 4
+}
+
 /// The sorted MSM of `n` terms under `plan` (made for `n` and the memory left): exponents
 /// `exps[exp_offset..]` (canonical, on the device), bases `bases[idx[i]]` (or `bases[i]`
 /// without `idx`). Scratch is registered in `ledger` while it lives.
@@ -196,14 +203,19 @@ pub fn msm<D: Device, G: DeviceCurve>(
     let counts = gpu.scratch(q, 4 * counts_len as u64, "MSM bucket counts")?;
     let sums = gpu.scratch(q, scan_sums_bytes(counts_len), "MSM scan sums")?;
     let buckets = gpu.scratch(q, jac * total_buckets as u64, "MSM bucket sums")?;
+    let parts = gpu.scratch(
+        q,
+        xyzz_bytes(jac) * total_buckets as u64,
+        "MSM runs' bucket parts",
+    )?;
     let segments = gpu.scratch(q, jac * total_segs as u64, "MSM segment sums")?;
     let partials = gpu.scratch(q, jac * plan.partials().max(1), "MSM partial sums")?;
-    let fixed = [counts, sums, buckets, segments, partials];
+    let fixed = [counts, sums, buckets, parts, segments, partials];
     ledger.register(
         BackendBuffer::DeviceScratch,
         fixed.iter().map(DeviceBuffer::bytes).sum(),
     );
-    let [counts, sums, buckets, segments, partials] = &fixed;
+    let [counts, sums, buckets, parts, segments, partials] = &fixed;
     launch_threads(
         q,
         G::pl_kernels(gpu)[0],
@@ -288,7 +300,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
                 Arg::U32(runs as u32),
                 Arg::U32(plan.buckets),
                 Arg::U32(start as u32),
-                Arg::Buffer(buckets.raw()),
+                Arg::Buffer(parts.raw()),
                 Arg::Buffer(heads.raw()),
                 Arg::Buffer(tails.raw()),
             ],
@@ -310,6 +322,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
                 Arg::U32(plan.buckets),
                 Arg::U32(total_buckets as u32),
                 Arg::Buffer(buckets.raw()),
+                Arg::Buffer(parts.raw()),
                 Arg::Buffer(heads.raw()),
                 Arg::Buffer(tails.raw()),
                 Arg::Buffer(heads64.raw()),
