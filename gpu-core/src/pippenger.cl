@@ -223,20 +223,18 @@ DEVICE {P}_affine {P}_pl_base(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint g
 }
 
 // Run r: sorted entries [r per, (r + 1) per) of the used ones (cursor[last] of them), each
-// base as {P}_pl_base reads it (the next one is read before the current one is added). One
-// flat loop over the run's entries, so that a warp's threads add in step: every step adds one
-// base to the running bucket (in XYZZ coordinates); where a bucket ends, its sum is only
-// stored (the conversion and the addition into the bucket sums are {P}_pl_fixup's, one thread
-// per bucket). A bucket wholly in the run goes to parts[w nb + digit - 1] (XYZZ); the part of
-// a bucket that started before the run is heads[r], the part of one that goes on after it
-// tails[r] (jacobian; zero when there is none).
+// base as {P}_pl_base reads it (the next one is read before the current one is added), added
+// bucket by bucket in XYZZ coordinates. Where a bucket ends, its sum is only stored (converting
+// it and adding it into the bucket sums is {P}_pl_fixup's, one thread per bucket): a bucket
+// wholly in the run to parts[w nb + digit - 1]; the part of a bucket that started before the
+// run to hx[r], the part of one that goes on after it to tx[r] (the run's head and tail, zero
+// when there is none; {P}_pl_edges makes them jacobian).
 #define {P}_PL_RUNS_PARAMS                                                                \
   GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint gather, GLOBAL uint *sorted,              \
       GLOBAL uint *skeys, GLOBAL uint *cursor, uint last, uint per, uint runs, uint nb,       \
-      uint first, GLOBAL {P}_xyzz *parts, GLOBAL {P}_jacobian *heads,                        \
-      GLOBAL {P}_jacobian *tails
+      uint first, GLOBAL {P}_xyzz *parts, GLOBAL {P}_xyzz *hx, GLOBAL {P}_xyzz *tx
 #define {P}_PL_RUNS_ARGS                                                                  \
-  bases, idx, gather, sorted, skeys, cursor, last, per, runs, nb, first, parts, heads, tails
+  bases, idx, gather, sorted, skeys, cursor, last, per, runs, nb, first, parts, hx, tx
 
 // The identity in XYZZ coordinates.
 DEVICE {P}_xyzz {P}_xyzz_zero() {
@@ -249,16 +247,26 @@ DEVICE {P}_xyzz {P}_xyzz_zero() {
   return z;
 }
 
-// Bucket key k (w (nb + 1) + digit) as an index of the window-major bucket arrays.
-DEVICE uint {P}_pl_slot(uint k, uint nb) {
-  return (k / (nb + 1)) * nb + k % (nb + 1) - 1;
+// Stores the sum `acc` of bucket k's entries [max(start, lo), min(stop, hi)) of run r.
+DEVICE void {P}_pl_emit({P}_xyzz acc, uint r, uint lo, uint hi, uint start, uint stop,
+                        uint k, uint nb, GLOBAL {P}_xyzz *parts, GLOBAL {P}_xyzz *hx,
+                        GLOBAL {P}_xyzz *tx) {
+  if (start < lo) {
+    hx[r] = acc;
+  } else if (stop > hi) {
+    tx[r] = acc;
+  } else {
+    parts[(k / (nb + 1)) * nb + k % (nb + 1) - 1] = acc;
+  }
 }
 
+// One flat loop over the run's entries, so that a warp's threads add in step wherever their
+// buckets end.
 DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   if (r >= runs) return;
-  const {P}_jacobian zero = {P}_ZERO;
-  heads[r] = zero;
-  tails[r] = zero;
+  const {P}_xyzz zero = {P}_xyzz_zero();
+  hx[r] = zero;
+  tx[r] = zero;
   const uint used = cursor[last];
   const uint lo = r * per;
   if (lo >= used) return;
@@ -268,21 +276,15 @@ DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   uint stop = cursor[k];
   bool skip;
   {P}_affine next = {P}_pl_base(bases, idx, gather, first, sorted[lo], &skip);
-  {P}_xyzz acc = {P}_xyzz_zero();
+  {P}_xyzz acc = zero;
   for (uint j = lo; j < hi; j++) {
     const {P}_affine p = next;
     const bool skip_p = skip;
     if (j + 1 < hi) next = {P}_pl_base(bases, idx, gather, first, sorted[j + 1], &skip);
     if (!skip_p) acc = {P}_xyzz_add_affine(acc, p);
     if (j + 1 == stop || j + 1 == hi) {
-      if (start < lo) {
-        heads[r] = {P}_xyzz_to_jacobian(acc);
-      } else if (stop > hi) {
-        tails[r] = {P}_xyzz_to_jacobian(acc);
-      } else {
-        parts[{P}_pl_slot(k, nb)] = acc;
-      }
-      acc = {P}_xyzz_zero();
+      {P}_pl_emit(acc, r, lo, hi, start, stop, k, nb, parts, hx, tx);
+      acc = zero;
       if (j + 1 < hi) {
         k = skeys[j + 1];
         start = cursor[k - 1];
@@ -292,12 +294,55 @@ DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   }
 }
 
+// The same sums by a loop per bucket (its threads drift apart where their buckets end).
+DEVICE void {P}_pl_runs_nested_at(uint r, {P}_PL_RUNS_PARAMS) {
+  if (r >= runs) return;
+  const {P}_xyzz zero = {P}_xyzz_zero();
+  hx[r] = zero;
+  tx[r] = zero;
+  const uint used = cursor[last];
+  const uint lo = r * per;
+  if (lo >= used) return;
+  const uint hi = min(lo + per, used);
+  uint j = lo;
+  bool skip;
+  {P}_affine next = {P}_pl_base(bases, idx, gather, first, sorted[j], &skip);
+  while (j < hi) {
+    const uint k = skeys[j];
+    const uint start = cursor[k - 1];
+    const uint stop = cursor[k];
+    const uint end = min(stop, hi);
+    {P}_xyzz acc = zero;
+    for (; j < end; j++) {
+      const {P}_affine p = next;
+      const bool skip_p = skip;
+      if (j + 1 < hi) next = {P}_pl_base(bases, idx, gather, first, sorted[j + 1], &skip);
+      if (!skip_p) acc = {P}_xyzz_add_affine(acc, p);
+    }
+    {P}_pl_emit(acc, r, lo, hi, start, stop, k, nb, parts, hx, tx);
+  }
+}
+
 // The bounds placeholder is, for G1 on CUDA, at least 8 groups of 64 threads per
 // multiprocessor (128 registers a thread instead of about 200: 3-5% faster on the H200); for G2
 // nothing (its points need more registers).
 KERNEL void {RUNS_BOUNDS} {P}_pl_runs({P}_PL_RUNS_PARAMS) {
   const uint r = GET_GLOBAL_ID();
   {P}_pl_runs_at(r, {P}_PL_RUNS_ARGS);
+}
+
+KERNEL void {RUNS_BOUNDS} {P}_pl_runs_nested({P}_PL_RUNS_PARAMS) {
+  const uint r = GET_GLOBAL_ID();
+  {P}_pl_runs_nested_at(r, {P}_PL_RUNS_ARGS);
+}
+
+// The runs' heads and tails in jacobian coordinates, one thread per run.
+KERNEL void {P}_pl_edges(GLOBAL {P}_xyzz *hx, GLOBAL {P}_xyzz *tx, uint runs,
+                         GLOBAL {P}_jacobian *heads, GLOBAL {P}_jacobian *tails) {
+  const uint r = GET_GLOBAL_ID();
+  if (r >= runs) return;
+  heads[r] = {P}_xyzz_to_jacobian(hx[r]);
+  tails[r] = {P}_xyzz_to_jacobian(tx[r]);
 }
 
 // Bucket t (t = w nb + digit - 1) of this chunk's entries, added to sums[t]: a bucket wholly

@@ -84,10 +84,12 @@ impl Plan {
     }
 
     /// Device bytes per term of a chunk: its entries in every window, and its share of the runs'
-    /// heads and tails and of the heads' sums by 64 and 4096 (bounded by a third point per run).
+    /// heads and tails (in XYZZ and jacobian coordinates) and of the heads' sums by 64 and 4096
+    /// (bounded by a third jacobian point per run).
     fn term_bytes(&self, jac: u64) -> u64 {
         let entries = self.windows as u64;
-        ENTRY_BYTES * entries + (3 * jac * entries).div_ceil(self.run as u64)
+        let per_run = 3 * jac + 2 * xyzz_bytes(jac);
+        ENTRY_BYTES * entries + (per_run * entries).div_ceil(self.run as u64)
     }
 
     /// Points of the first sum pass's output (0 with one segment per window).
@@ -177,6 +179,15 @@ fn xyzz_bytes(jac: u64) -> u64 {
     jac / 3 * 4
 }
 
+/// Whether the runs of `curve` (`G1`, `G2`) are added by a loop per bucket instead of one flat
+/// loop (`PROOFLINE_PL_RUNS=nested` for both curves, `nested-G2` for one: a benchmark's
+/// comparison).
+pub fn nested_runs(curve: &str) -> bool {
+    static CHOICE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let v = CHOICE.get_or_init(|| std::env::var("PROOFLINE_PL_RUNS").unwrap_or_default());
+    v == "nested" || v.strip_prefix("nested-") == Some(curve)
+}
+
 /// The sorted MSM of `n` terms under `plan` (made for `n` and the memory left): exponents
 /// `exps[exp_offset..]` (canonical, on the device), bases `bases[idx[i]]` (or `bases[i]`
 /// without `idx`). Scratch is registered in `ledger` while it lives.
@@ -230,18 +241,22 @@ pub fn msm<D: Device, G: DeviceCurve>(
         let vals = gpu.scratch(q, 4 * entries as u64, "MSM values")?;
         let sorted = gpu.scratch(q, 4 * entries as u64, "MSM sorted terms")?;
         let skeys = gpu.scratch(q, 4 * entries as u64, "MSM sorted keys")?;
+        let hx = gpu.scratch(q, xyzz_bytes(jac) * runs as u64, "MSM run heads (XYZZ)")?;
+        let tx = gpu.scratch(q, xyzz_bytes(jac) * runs as u64, "MSM run tails (XYZZ)")?;
         let heads = gpu.scratch(q, jac * runs as u64, "MSM run heads")?;
         let tails = gpu.scratch(q, jac * runs as u64, "MSM run tails")?;
         let runs64 = runs.div_ceil(64);
         let runs4096 = runs.div_ceil(4096);
         let heads64 = gpu.scratch(q, jac * runs64 as u64, "MSM run heads by 64")?;
         let heads4096 = gpu.scratch(q, jac * runs4096 as u64, "MSM run heads by 4096")?;
-        let chunk_bufs = [keys, vals, sorted, skeys, heads, tails, heads64, heads4096];
+        let chunk_bufs = [
+            keys, vals, sorted, skeys, hx, tx, heads, tails, heads64, heads4096,
+        ];
         ledger.register(
             BackendBuffer::DeviceScratch,
             chunk_bufs.iter().map(DeviceBuffer::bytes).sum(),
         );
-        let [keys, vals, sorted, skeys, heads, tails, heads64, heads4096] = &chunk_bufs;
+        let [keys, vals, sorted, skeys, hx, tx, heads, tails, heads64, heads4096] = &chunk_bufs;
         launch_threads(
             q,
             &names.pl_zero,
@@ -283,7 +298,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
             Some(i) => (i, 1),
             None => (bases, 0),
         };
-        let [_, runs_kernel, fixup_kernel] = G::pl_kernels(gpu);
+        let [_, runs_kernel, edges_kernel, fixup_kernel] = G::pl_kernels(gpu);
         launch_threads(
             q,
             runs_kernel,
@@ -301,6 +316,18 @@ pub fn msm<D: Device, G: DeviceCurve>(
                 Arg::U32(plan.buckets),
                 Arg::U32(start as u32),
                 Arg::Buffer(parts.raw()),
+                Arg::Buffer(hx.raw()),
+                Arg::Buffer(tx.raw()),
+            ],
+        )?;
+        launch_threads(
+            q,
+            edges_kernel,
+            runs,
+            &[
+                Arg::Buffer(hx.raw()),
+                Arg::Buffer(tx.raw()),
+                Arg::U32(runs as u32),
                 Arg::Buffer(heads.raw()),
                 Arg::Buffer(tails.raw()),
             ],
