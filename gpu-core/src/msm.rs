@@ -100,12 +100,7 @@ impl DeviceCurve for G1Affine {
     }
     fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 4] {
         let n = &gpu.names;
-        let runs = if crate::pippenger::nested_runs(Self::NAME) {
-            &n.g1_pl_runs_nested
-        } else {
-            &n.g1_pl_runs
-        };
-        [&n.g1_pl_zero, runs, &n.g1_pl_edges, &n.g1_pl_fixup]
+        [&n.g1_pl_zero, &n.g1_pl_runs, &n.g1_pl_edges, &n.g1_pl_fixup]
     }
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g1_pl_reduce
@@ -135,12 +130,7 @@ impl DeviceCurve for G2Affine {
     }
     fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 4] {
         let n = &gpu.names;
-        let runs = if crate::pippenger::nested_runs(Self::NAME) {
-            &n.g2_pl_runs_nested
-        } else {
-            &n.g2_pl_runs
-        };
-        [&n.g2_pl_zero, runs, &n.g2_pl_edges, &n.g2_pl_fixup]
+        [&n.g2_pl_zero, &n.g2_pl_runs, &n.g2_pl_edges, &n.g2_pl_fixup]
     }
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g2_pl_reduce

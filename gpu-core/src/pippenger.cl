@@ -261,7 +261,8 @@ DEVICE void {P}_pl_emit({P}_xyzz acc, uint r, uint lo, uint hi, uint start, uint
 }
 
 // One flat loop over the run's entries, so that a warp's threads add in step wherever their
-// buckets end.
+// buckets end (a loop per bucket, its threads drifting apart at the buckets' ends, was 1.2-2.2x
+// slower on the H200, docs/gpu.md).
 DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   if (r >= runs) return;
   const {P}_xyzz zero = {P}_xyzz_zero();
@@ -294,46 +295,12 @@ DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   }
 }
 
-// The same sums by a loop per bucket (its threads drift apart where their buckets end).
-DEVICE void {P}_pl_runs_nested_at(uint r, {P}_PL_RUNS_PARAMS) {
-  if (r >= runs) return;
-  const {P}_xyzz zero = {P}_xyzz_zero();
-  hx[r] = zero;
-  tx[r] = zero;
-  const uint used = cursor[last];
-  const uint lo = r * per;
-  if (lo >= used) return;
-  const uint hi = min(lo + per, used);
-  uint j = lo;
-  bool skip;
-  {P}_affine next = {P}_pl_base(bases, idx, gather, first, sorted[j], &skip);
-  while (j < hi) {
-    const uint k = skeys[j];
-    const uint start = cursor[k - 1];
-    const uint stop = cursor[k];
-    const uint end = min(stop, hi);
-    {P}_xyzz acc = zero;
-    for (; j < end; j++) {
-      const {P}_affine p = next;
-      const bool skip_p = skip;
-      if (j + 1 < hi) next = {P}_pl_base(bases, idx, gather, first, sorted[j + 1], &skip);
-      if (!skip_p) acc = {P}_xyzz_add_affine(acc, p);
-    }
-    {P}_pl_emit(acc, r, lo, hi, start, stop, k, nb, parts, hx, tx);
-  }
-}
-
 // The bounds placeholder is, for G1 on CUDA, at least 8 groups of 64 threads per
 // multiprocessor (128 registers a thread instead of about 200: 3-5% faster on the H200); for G2
 // nothing (its points need more registers).
 KERNEL void {RUNS_BOUNDS} {P}_pl_runs({P}_PL_RUNS_PARAMS) {
   const uint r = GET_GLOBAL_ID();
   {P}_pl_runs_at(r, {P}_PL_RUNS_ARGS);
-}
-
-KERNEL void {RUNS_BOUNDS} {P}_pl_runs_nested({P}_PL_RUNS_PARAMS) {
-  const uint r = GET_GLOBAL_ID();
-  {P}_pl_runs_nested_at(r, {P}_PL_RUNS_ARGS);
 }
 
 // The runs' heads and tails in jacobian coordinates, one thread per run.

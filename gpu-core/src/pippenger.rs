@@ -179,15 +179,6 @@ fn xyzz_bytes(jac: u64) -> u64 {
     jac / 3 * 4
 }
 
-/// Whether the runs of `curve` (`G1`, `G2`) are added by a loop per bucket instead of one flat
-/// loop (`PROOFLINE_PL_RUNS=nested` for both curves, `nested-G2` for one: a benchmark's
-/// comparison).
-pub fn nested_runs(curve: &str) -> bool {
-    static CHOICE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let v = CHOICE.get_or_init(|| std::env::var("PROOFLINE_PL_RUNS").unwrap_or_default());
-    v == "nested" || v.strip_prefix("nested-") == Some(curve)
-}
-
 /// The sorted MSM of `n` terms under `plan` (made for `n` and the memory left): exponents
 /// `exps[exp_offset..]` (canonical, on the device), bases `bases[idx[i]]` (or `bases[i]`
 /// without `idx`). Scratch is registered in `ledger` while it lives.

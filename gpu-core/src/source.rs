@@ -149,8 +149,6 @@ pub struct KernelNames {
     pub g1_pl_zero: String,
     /// Sorted MSM, G1: runs of sorted entries added.
     pub g1_pl_runs: String,
-    /// Sorted MSM, G1: the same runs, a loop per bucket.
-    pub g1_pl_runs_nested: String,
     /// Sorted MSM, G1: the runs' heads and tails made jacobian.
     pub g1_pl_edges: String,
     /// Sorted MSM, G1: buckets crossing runs completed.
@@ -163,8 +161,6 @@ pub struct KernelNames {
     pub g2_pl_zero: String,
     /// Sorted MSM, G2: runs of sorted entries added.
     pub g2_pl_runs: String,
-    /// Sorted MSM, G2: the same runs, a loop per bucket.
-    pub g2_pl_runs_nested: String,
     /// Sorted MSM, G2: the runs' heads and tails made jacobian.
     pub g2_pl_edges: String,
     /// Sorted MSM, G2: buckets crossing runs completed.
@@ -385,7 +381,7 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 37] {
+    pub fn all(&self) -> [&str; 35] {
         [
             &self.ntt_pass,
             &self.fill_zero,
@@ -404,14 +400,12 @@ impl KernelNames {
             &self.pl_scatter,
             &self.g1_pl_zero,
             &self.g1_pl_runs,
-            &self.g1_pl_runs_nested,
             &self.g1_pl_edges,
             &self.g1_pl_fixup,
             &self.g1_pl_reduce,
             &self.g1_pl_sum,
             &self.g2_pl_zero,
             &self.g2_pl_runs,
-            &self.g2_pl_runs_nested,
             &self.g2_pl_edges,
             &self.g2_pl_fixup,
             &self.g2_pl_reduce,
@@ -486,14 +480,12 @@ impl KernelSource {
             pl_scatter: "pl_scatter".into(),
             g1_pl_zero: format!("{g1}_pl_zero"),
             g1_pl_runs: format!("{g1}_pl_runs"),
-            g1_pl_runs_nested: format!("{g1}_pl_runs_nested"),
             g1_pl_edges: format!("{g1}_pl_edges"),
             g1_pl_fixup: format!("{g1}_pl_fixup"),
             g1_pl_reduce: format!("{g1}_pl_reduce"),
             g1_pl_sum: format!("{g1}_pl_sum"),
             g2_pl_zero: format!("{g2}_pl_zero"),
             g2_pl_runs: format!("{g2}_pl_runs"),
-            g2_pl_runs_nested: format!("{g2}_pl_runs_nested"),
             g2_pl_edges: format!("{g2}_pl_edges"),
             g2_pl_fixup: format!("{g2}_pl_fixup"),
             g2_pl_reduce: format!("{g2}_pl_reduce"),
