@@ -11,11 +11,7 @@ KERNEL void {P}_fixed_base(GLOBAL {P}_affine *table, uint c, uint windows, GLOBA
   GLOBAL uint *e = (GLOBAL uint *)(exps + i);
   const uint per_window = 1u << (c - 1);
   const {F} fzero = {F}_ZERO;
-  {P}_xyzz acc;
-  acc.x = fzero;
-  acc.y = fzero;
-  acc.zz = fzero;
-  acc.zzz = fzero;
+  {P}_xyzz acc = {P}_xyzz_zero();
   for (uint w = 0; w < windows; w++) {
     const int d = pl_digit(e, w, c);
     if (d != 0) {
