@@ -9,8 +9,9 @@
 //!
 //! Sizes: `PROOFLINE_GPU_BENCH=full` takes the GPU machine's (NTT 2^20..2^27, H pipeline 2^24
 //! and 2^27, G1 2^16..2^24, G2 2^16..2^22); otherwise small ones. In test mode (`cargo test
-//! --benches`) only the smallest of each runs. `PROOFLINE_GPU_BENCH_NTT_SHAPES=10/10,8/9` benches
-//! the NTT cut in other pass shapes too (largest radix / tile, as logarithms: `NttShape`). `PROOFLINE_GPU_BENCH_API=cuda` (or `opencl`) benches one API only. A missing
+//! --benches`) only the smallest of each runs. `PROOFLINE_GPU_BENCH_NTT_SHAPES=10/10,8/9/1` benches
+//! the NTT cut in other pass shapes too (largest radix / tile [/ elements a thread], as
+//! logarithms: `NttShape::parse`). `PROOFLINE_GPU_BENCH_API=cuda` (or `opencl`) benches one API only. A missing
 //! API is skipped with the reason printed (OpenCL fails instead under `CI=true`). Each MSM runs
 //! with both MSM kernels (`stock`: `{api}_msm_*`; `sorted`: `{api}_sorted_msm_*`), or the one
 //! `PROOFLINE_GPU_BENCH_MSM=stock|sorted` names.
@@ -103,18 +104,23 @@ fn ntt_shapes<D: Device>(gpu: &GpuDevice<D>) -> Vec<NttShape> {
     let mut shapes = vec![NttShape::for_device(gpu)];
     if let Ok(v) = std::env::var("PROOFLINE_GPU_BENCH_NTT_SHAPES") {
         for item in v.split(',').filter(|i| !i.is_empty()) {
-            let parse = |x: Option<&str>| x.and_then(|x| x.trim().parse::<u32>().ok());
-            let mut it = item.split('/');
-            match (parse(it.next()), parse(it.next()), it.next()) {
-                (Some(max_log_radix), Some(log_tile), None) => shapes.push(NttShape {
-                    max_log_radix,
-                    log_tile,
-                }),
-                _ => panic!("PROOFLINE_GPU_BENCH_NTT_SHAPES: {item:?} is not RADIX/TILE"),
-            }
+            let shape = NttShape::parse(item)
+                .unwrap_or_else(|e| panic!("PROOFLINE_GPU_BENCH_NTT_SHAPES: {e}"));
+            shapes.push(shape);
         }
     }
     shapes
+}
+
+/// A benchmark's name for size 2^k in the `i`-th shape (the first is the device's default).
+fn shape_id(k: u32, i: usize, shape: &NttShape) -> String {
+    match i {
+        0 => format!("{k}"),
+        _ => format!(
+            "{k}/r{}t{}g{}",
+            shape.max_log_radix, shape.log_tile, shape.log_per_thread
+        ),
+    }
 }
 
 fn bench_ntt<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>, sizes: &[u32]) {
@@ -129,11 +135,7 @@ fn bench_ntt<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>, sizes:
         g.throughput(Throughput::Elements(d.size() as u64));
         for (i, shape) in shapes.iter().enumerate() {
             let tables = NttTables::new(gpu, &mut q, k, d.omega, *shape).unwrap();
-            let id = match i {
-                0 => format!("{k}"),
-                _ => format!("{k}/r{}t{}", shape.max_log_radix, shape.log_tile),
-            };
-            g.bench_function(BenchmarkId::from_parameter(id), |b| {
+            g.bench_function(BenchmarkId::from_parameter(shape_id(k, i, shape)), |b| {
                 b.iter(|| {
                     ntt_with(gpu, &mut q, &mut x, &mut t, &tables).unwrap();
                     q.synchronize().unwrap();
@@ -154,17 +156,19 @@ fn bench_quotient<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>, s
         let v = random_field(d.size());
         let [mut x, mut y, mut w, mut t] =
             ["a", "b", "c", "scratch"].map(|what| gpu.upload(&mut q, &v, what).unwrap());
-        let p = HPipeline::new(gpu, &mut q, &d).unwrap();
         g.throughput(Throughput::Elements(d.size() as u64));
-        g.bench_function(BenchmarkId::from_parameter(k), |b| {
-            b.iter(|| {
-                p.coset(gpu, &mut q, &mut x, &mut t).unwrap();
-                p.mul_coset(gpu, &mut q, &mut y, &mut t, &x).unwrap();
-                p.sub_coset_div_z(gpu, &mut q, &mut w, &mut t, &x).unwrap();
-                p.coefficients(gpu, &mut q, &mut x, &mut t).unwrap();
-                q.synchronize().unwrap();
-            })
-        });
+        for (i, shape) in ntt_shapes(gpu).iter().enumerate() {
+            let p = HPipeline::new(gpu, &mut q, &d, *shape).unwrap();
+            g.bench_function(BenchmarkId::from_parameter(shape_id(k, i, shape)), |b| {
+                b.iter(|| {
+                    p.coset(gpu, &mut q, &mut x, &mut t).unwrap();
+                    p.mul_coset(gpu, &mut q, &mut y, &mut t, &x).unwrap();
+                    p.sub_coset_div_z(gpu, &mut q, &mut w, &mut t, &x).unwrap();
+                    p.coefficients(gpu, &mut q, &mut x, &mut t).unwrap();
+                    q.synchronize().unwrap();
+                })
+            });
+        }
     }
     g.finish();
 }

@@ -81,14 +81,28 @@ pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
     let mut rng = rand::thread_rng();
     let shapes = [
         NttShape::for_device(gpu),
-        // Radix 2^3 in tiles of 2^5: one to five columns a tile, passes of 1..3 rounds.
+        // Radix 2^3 in tiles of 2^5: one to five columns a tile, passes of 1..3 rounds; each
+        // kernel (2, 4 and 8 elements a thread), with passes shorter and longer than a thread's
+        // rounds.
         NttShape {
             max_log_radix: 3,
             log_tile: 5,
+            log_per_thread: 3,
         },
         NttShape {
             max_log_radix: 5,
             log_tile: 8,
+            log_per_thread: 2,
+        },
+        NttShape {
+            max_log_radix: 4,
+            log_tile: 6,
+            log_per_thread: 1,
+        },
+        NttShape {
+            max_log_radix: 8,
+            log_tile: 10,
+            log_per_thread: 1,
         },
     ];
     for log in sizes().ntt_logs {
@@ -126,13 +140,21 @@ pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
         );
         let want = cpu_quotient(a.clone(), bb.clone(), c.clone(), &d);
         // The memory mode's choice leaves room for the pipeline's tables.
-        let tables = HPipeline::new(gpu, &mut q, &d).unwrap().bytes();
+        let tables = HPipeline::new(gpu, &mut q, &d, NttShape::for_device(gpu))
+            .unwrap()
+            .bytes();
         assert!(
             tables <= table_bytes_bound(log),
             "2^{log}: {tables} B of tables"
         );
         assert!(tables > 0);
-        for mode in [NttMode::Ahead, NttMode::Resident, NttMode::Split] {
+        // Each mode with another kernel: the device's default, 2 and 4 elements a thread.
+        let modes = [
+            (NttMode::Ahead, NttShape::for_device(gpu)),
+            (NttMode::Resident, shapes[4]),
+            (NttMode::Split, shapes[2]),
+        ];
+        for (mode, shape) in modes {
             let ledger = StageLedger::new();
             let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
             let h = quotient(
@@ -141,6 +163,7 @@ pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
                 [&a, &bb, &c],
                 &d,
                 mode,
+                shape,
                 &mut token.backend_buffers(),
             )
             .unwrap();
@@ -148,7 +171,7 @@ pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
             let got = read_scalars(&mut q, &h, n);
             let got: Vec<[u8; 32]> = got[..n - 1].iter().map(bytes).collect();
             let want: Vec<[u8; 32]> = want.iter().map(|s| s.to_repr()).collect();
-            assert_eq!(got, want, "quotient 2^{log} {mode:?}");
+            assert_eq!(got, want, "quotient 2^{log} {mode:?} {shape:?}");
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::device::{Device, DeviceCopy, DeviceError, DeviceResult, Queue};
 use crate::fault::Faults;
 use crate::memory::{driver_in_use, free_counted, DeviceBuffer, MemoryGauge};
 use crate::msm::{dense_msm, query_msm, scanned_msm, Bases, DeviceCurve, MsmKernel, Scan};
-use crate::ntt::{quotient, NttMode};
+use crate::ntt::{quotient, NttMode, NttShape};
 use crate::profile::Profile;
 use crate::source::KernelNames;
 use crate::synthetic::{synthetic_bases, Query, SyntheticKey};
@@ -43,6 +43,22 @@ pub struct GpuOptions {
     /// Whether the H pipeline uploads b and c beside a's transforms where the device can and
     /// its memory allows (`PROOFLINE_GPU_BESIDE`, on unless `0` or `false`: an A/B knob).
     pub beside: bool,
+    /// How the H pipeline's transforms are cut (`PROOFLINE_GPU_NTT_SHAPE=RADIX/TILE/G`, as
+    /// logarithms); `None`: the device's default ([`NttShape::for_device`]).
+    pub ntt_shape: Option<NttShape>,
+}
+
+/// The environment variable that sets the NTT's pass shape (`RADIX/TILE/G`).
+pub const NTT_SHAPE_VAR: &str = "PROOFLINE_GPU_NTT_SHAPE";
+
+/// `PROOFLINE_GPU_NTT_SHAPE`: unset or empty, the device's default; else a shape.
+fn ntt_shape_from_env() -> std::result::Result<Option<NttShape>, String> {
+    match std::env::var(NTT_SHAPE_VAR).ok().as_deref() {
+        None | Some("") => Ok(None),
+        Some(v) => NttShape::parse(v)
+            .map(Some)
+            .map_err(|e| format!("{NTT_SHAPE_VAR}: {e}")),
+    }
 }
 
 /// The environment variable that turns the H pipeline's uploads beside its kernels off (`0`).
@@ -64,8 +80,9 @@ fn parse_beside(value: Option<&str>) -> std::result::Result<bool, String> {
 impl GpuOptions {
     /// The options with what the environment sets: faults (`PROOFLINE_GPU_FAIL_CALLS`, unless
     /// given), the MSM kernel (`PROOFLINE_GPU_MSM`), where the 0/1 split runs
-    /// (`PROOFLINE_GPU_SCAN`) and tracing (`PROOFLINE_GPU_TRACE`); a malformed value is an
-    /// error.
+    /// (`PROOFLINE_GPU_SCAN`), tracing (`PROOFLINE_GPU_TRACE`), uploads beside the kernels
+    /// (`PROOFLINE_GPU_BESIDE`) and the NTT's pass shape (`PROOFLINE_GPU_NTT_SHAPE`); a malformed
+    /// value is an error.
     pub fn from_env(mem_limit: Option<u64>, faults: Option<Faults>) -> Result<Self> {
         let invalid = |what| move |detail| Error::InvalidConfig { what, detail };
         let faults = match faults {
@@ -79,6 +96,7 @@ impl GpuOptions {
             scan: ScanMode::from_env().map_err(invalid("the scalar scan"))?,
             trace: crate::trace::trace_from_env(),
             beside: beside_from_env().map_err(invalid("uploads beside kernels"))?,
+            ntt_shape: ntt_shape_from_env().map_err(invalid("the NTT's pass shape"))?,
         })
     }
 }
@@ -93,6 +111,7 @@ pub struct GpuAccelerator<D: Device> {
     msm: MsmKernel,
     scan: ScanMode,
     beside: bool,
+    ntt_shape: Option<NttShape>,
 }
 
 impl<D: Device> GpuAccelerator<D> {
@@ -128,6 +147,7 @@ impl<D: Device> GpuAccelerator<D> {
             msm: options.msm,
             scan: options.scan,
             beside: options.beside,
+            ntt_shape: options.ntt_shape,
         }
     }
 
@@ -417,6 +437,7 @@ impl<D: Device> GpuBackend for GpuAccelerator<D> {
             msm: self.msm,
             scan: self.scan,
             beside: self.beside,
+            ntt_shape: self.ntt_shape,
         }))
     }
 }
@@ -435,6 +456,7 @@ struct GpuWorker<D: Device> {
     msm: MsmKernel,
     scan: ScanMode,
     beside: bool,
+    ntt_shape: Option<NttShape>,
 }
 
 /// A query's 0/1 split: scanned on the host, or classified on the device.
@@ -547,7 +569,8 @@ impl<D: Device> GpuWorker<D> {
         let p = &*self.profile;
         let msm = self.msm;
         let exps = p.step("h_ntt", q, |q| {
-            quotient(gpu, q, [&e.a, &e.b, &e.c], domain, mode, ledger)
+            let shape = self.ntt_shape.unwrap_or_else(|| NttShape::for_device(gpu));
+            quotient(gpu, q, [&e.a, &e.b, &e.c], domain, mode, shape, ledger)
         })?;
         let dw = match made {
             Some(dw) => Some(p.step("witness_upload", q, |q| dw.fill(q, w, true).map(|()| dw))?),

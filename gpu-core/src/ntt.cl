@@ -2,8 +2,8 @@
 // passes of up to 2^10 points, one kernel per pass. A pass reads a tile of `C` consecutive
 // columns of `R = 2^d` rows (coalesced: the columns are adjacent in memory), multiplies each
 // element by its twiddle (a two-level table of the root's powers: one multiplication, no `pow`
-// per thread), runs the radix-2 rounds of the columns' R-point DFTs three at a time in
-// registers (eight elements a thread), exchanging through group-local memory between them, and
+// per thread), runs the radix-2 rounds of the columns' R-point DFTs G at a time in
+// registers (2^G elements a thread), exchanging through group-local memory between them, and
 // stores the columns' outputs in runs of adjacent addresses. The local memory keeps one plane
 // per limb, padded one word in 32, so that threads touching adjacent or strided elements hit
 // distinct banks.
@@ -29,6 +29,11 @@
 #define PL_NTT_SUB_INTO 3
 #define PL_NTT_SCALE_CANONICAL 4
 
+#ifndef PL_NTT_LOG_PER
+#define PL_NTT_LOG_PER 1
+#endif
+#define PL_NTT_PER (1u << PL_NTT_LOG_PER)
+
 // A plane index with one word of padding per 32.
 DEVICE uint {FR}_ntt_pad(uint i) {
   return i + (i >> 5);
@@ -53,20 +58,23 @@ DEVICE {FR} {FR}_ntt_power(GLOBAL {FR} *lo, GLOBAL {FR} *hi, uint e, uint s) {
   return w;
 }
 
-// The position, within its column, of slot `m` of a stage's thread: the thread's 8 slots hold
-// 8 >> g groups of 2^g elements, group `q`'s elements being 2^shift apart.
+// The position, within its column, of slot `m` of a stage's thread: the thread's 2^G slots hold
+// 2^G >> g groups of 2^g elements, group `q`'s elements being 2^shift apart.
 DEVICE uint {FR}_ntt_slot(uint q, uint m, uint g, uint shift) {
   const uint low = q & ((1u << shift) - 1);
   const uint base = ((q >> shift) << (shift + g)) | low;
   return base + ((m & ((1u << g) - 1)) << shift);
 }
 
-// One pass: see above. `tw_lo`/`tw_hi`: omega's powers (two-level, split at `s`); `inner`:
-// the 2^(log_inner - 1) first powers of the 2^log_inner-th root omega^(N / 2^log_inner);
-// `sc_lo`/`sc_hi`: the store's scale table (split at `s`), `z` the vector the store combines
-// with, `k` its constant. Groups of 2^(log_c + d - 3) threads (at least 1), N / 2^(log_c + d)
-// groups.
-KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
+// ---- per G ----
+
+// One pass: see above. The kernel is written once per G, the log2 of the elements a thread
+// holds in the rounds (fewer elements, fewer registers: more threads fit on a multiprocessor).
+// `tw_lo`/`tw_hi`: omega's powers (two-level, split at `s`); `inner`: the 2^(log_inner - 1)
+// first powers of the 2^log_inner-th root omega^(N / 2^log_inner); `sc_lo`/`sc_hi`: the
+// store's scale table (split at `s`), `z` the vector the store combines with, `k` its
+// constant. Groups of 2^(log_c + d - G) threads (at least 1), N / 2^(log_c + d) groups.
+KERNEL void {FR}_ntt_pass_g{G}(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
                           GLOBAL {FR} *tw_hi, GLOBAL {FR} *inner, GLOBAL {FR} *sc_lo,
                           GLOBAL {FR} *sc_hi, GLOBAL {FR} *z, {FR} k,
                           PL_SHARED {FR}_limb *sh_arg, uint log_n, uint lgp, uint d,
@@ -101,15 +109,15 @@ KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
   }
   BARRIER_LOCAL();
 
-  for (uint r0 = 0; r0 < d; r0 += 3) {
-    const uint g = min(3u, d - r0);
+  for (uint r0 = 0; r0 < d; r0 += {G}) {
+    const uint g = min((uint){G}, d - r0);
     const uint shift = d - r0 - g;
     const uint groups = size >> g;
     const uint per_col = 1u << (d - g);
-    {FR} u[8];
+    {FR} u[(1u << {G})];
 #pragma unroll
-    for (uint m = 0; m < 8; m++) {
-      const uint gq = tid * (8u >> g) + (m >> g);
+    for (uint m = 0; m < (1u << {G}); m++) {
+      const uint gq = tid * ((1u << {G}) >> g) + (m >> g);
       u[m] = {FR}_ZERO;
       if (gq < groups) {
         const uint c = gq >> (d - g);
@@ -118,14 +126,14 @@ KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
       }
     }
 #pragma unroll
-    for (int hb = 2; hb >= 0; hb--) {
+    for (int hb = {G} - 1; hb >= 0; hb--) {
       if ((uint)hb < g) {
         const uint rnd = r0 + g - 1 - (uint)hb;
         const uint bit = 1u << (shift + (uint)hb);
 #pragma unroll
-        for (uint m = 0; m < 8; m++) {
+        for (uint m = 0; m < (1u << {G}); m++) {
           if ((m & (1u << hb)) == 0) {
-            const uint gq = tid * (8u >> g) + (m >> g);
+            const uint gq = tid * ((1u << {G}) >> g) + (m >> g);
             const uint i0 = {FR}_ntt_slot(gq & (per_col - 1), m, g, shift);
             const uint di = i0 & (bit - 1);
             const {FR} a = u[m];
@@ -140,8 +148,8 @@ KERNEL void {FR}_ntt_pass(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_lo,
     }
     BARRIER_LOCAL();
 #pragma unroll
-    for (uint m = 0; m < 8; m++) {
-      const uint gq = tid * (8u >> g) + (m >> g);
+    for (uint m = 0; m < (1u << {G}); m++) {
+      const uint gq = tid * ((1u << {G}) >> g) + (m >> g);
       if (gq < groups) {
         const uint c = gq >> (d - g);
         const uint at = {FR}_ntt_slot(gq & (per_col - 1), m, g, shift);

@@ -20,13 +20,14 @@ use prover_core::Domain;
 use crate::context::{launch_threads, GpuDevice};
 use crate::device::{bytes_of, bytes_of_mut, Arg, Device, DeviceError, DeviceResult, Queue};
 use crate::memory::{free_counted, DeviceBuffer};
+use crate::source::NTT_MAX_G;
 
 const FR: u64 = 32;
 /// The largest tile a group transforms (2^10 elements: 33 KiB of local memory with its
 /// padding, under CUDA's 48 KiB without opting in).
 const MAX_LOG_TILE: u32 = 10;
-/// Elements a thread holds in registers during the rounds (`ntt.cl` is written for 8).
-const LOG_PER_THREAD: u32 = 3;
+/// Elements a thread holds in the rounds, by default (log2).
+const DEFAULT_LOG_PER_THREAD: u32 = 3;
 /// The last pass's store modes, as `ntt.cl` numbers them (`PL_NTT_*`; a test checks).
 const MODE_STORE: u32 = 0;
 const MODE_SCALE: u32 = 1;
@@ -75,24 +76,29 @@ pub fn table_bytes_bound(log_n: u32) -> u64 {
     (4 * powers + 2 * (1u64 << (MAX_LOG_TILE - 1))) * FR
 }
 
-/// How a transform's passes are cut: the most points a column of one pass holds and the
-/// elements of one group's tile (both powers of two, as logarithms).
+/// How a transform's passes are cut: the most points a column of one pass holds, the
+/// elements of one group's tile and the elements a thread holds in the rounds (all powers of
+/// two, as logarithms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NttShape {
     /// log2 of the largest radix of a pass.
     pub max_log_radix: u32,
     /// log2 of a group's tile (columns times radix).
     pub log_tile: u32,
+    /// log2 of the elements a thread holds in the rounds (G: 1 to [`NTT_MAX_G`]); a pass takes
+    /// ceil(radix / G) exchanges through local memory.
+    pub log_per_thread: u32,
 }
 
 impl NttShape {
     /// The largest shape the device's local memory and group size allow (the default).
     pub fn for_device<D: Device>(gpu: &GpuDevice<D>) -> Self {
         let info = gpu.device.info();
+        let log_per_thread = DEFAULT_LOG_PER_THREAD;
         let mut log_tile = MAX_LOG_TILE;
-        while log_tile > LOG_PER_THREAD
+        while log_tile > log_per_thread
             && (local_bytes(1 << log_tile) > info.local_memory_bytes
-                || (1usize << (log_tile - LOG_PER_THREAD)) > info.max_group_size)
+                || (1usize << (log_tile - log_per_thread)) > info.max_group_size)
         {
             log_tile -= 1;
         }
@@ -102,7 +108,62 @@ impl NttShape {
         NttShape {
             max_log_radix: log_tile.saturating_sub(2).max(1),
             log_tile,
+            log_per_thread,
         }
+    }
+
+    /// The shape as `RADIX/TILE/G` (the logarithms), as benchmarks name it.
+    pub fn name(&self) -> String {
+        format!(
+            "{}/{}/{}",
+            self.max_log_radix, self.log_tile, self.log_per_thread
+        )
+    }
+
+    /// A shape from `RADIX/TILE/G` (the logarithms); `G` defaults to the device default's.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?} is not RADIX/TILE[/G] (logarithms)");
+        let parts: Vec<u32> = s
+            .split('/')
+            .map(|x| x.trim().parse::<u32>().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        let shape = match parts[..] {
+            [max_log_radix, log_tile] => NttShape {
+                max_log_radix,
+                log_tile,
+                log_per_thread: DEFAULT_LOG_PER_THREAD,
+            },
+            [max_log_radix, log_tile, log_per_thread] => NttShape {
+                max_log_radix,
+                log_tile,
+                log_per_thread,
+            },
+            _ => return Err(bad()),
+        };
+        shape.check().map(|()| shape)
+    }
+
+    /// Whether the kernels can run this shape.
+    pub fn check(&self) -> Result<(), String> {
+        if !(1..=NTT_MAX_G).contains(&self.log_per_thread) {
+            return Err(format!(
+                "an NTT thread holds 2^1 to 2^{NTT_MAX_G} elements, not 2^{}",
+                self.log_per_thread
+            ));
+        }
+        if self.max_log_radix == 0 || self.max_log_radix > MAX_LOG_TILE {
+            return Err(format!(
+                "an NTT pass's radix is 2^1 to 2^{MAX_LOG_TILE}, not 2^{}",
+                self.max_log_radix
+            ));
+        }
+        if self.log_tile > MAX_LOG_TILE {
+            return Err(format!(
+                "an NTT tile holds at most 2^{MAX_LOG_TILE} elements, not 2^{}",
+                self.log_tile
+            ));
+        }
+        Ok(())
     }
 
     /// The radices of a transform of 2^log_n points: as few passes as the largest radix allows,
@@ -188,6 +249,24 @@ impl<D: Device> NttTables<D> {
         if log_n > 31 {
             return Err(DeviceError::new("NTT", "the domain is larger than 2^31"));
         }
+        shape.check().map_err(|e| DeviceError::new("NTT", e))?;
+        let info = gpu.device.info();
+        // A pass's tile: at least one column of its largest radix.
+        let log_tile = shape.log_tile.max(shape.max_log_radix);
+        let threads = 1usize << log_tile.saturating_sub(shape.log_per_thread);
+        if local_bytes(1 << log_tile) > info.local_memory_bytes || threads > info.max_group_size {
+            return Err(DeviceError::new(
+                "NTT",
+                format!(
+                    "the pass shape {} needs groups of {threads} threads and {} bytes of local \
+                     memory; the device allows {} and {}",
+                    shape.name(),
+                    local_bytes(1 << log_tile),
+                    info.max_group_size,
+                    info.local_memory_bytes
+                ),
+            ));
+        }
         let roots = Powers::new(gpu, q, log_n, omega, Scalar::ONE)?;
         let log_inner = shape.radices(log_n).into_iter().max().unwrap_or(0).max(1);
         let w = omega.pow_vartime([1u64 << (log_n.max(log_inner) - log_inner)]);
@@ -233,7 +312,7 @@ fn transform<D: Device>(
         let last = i + 1 == radices.len();
         let log_c = (t.shape.log_tile.max(d) - d).min(log_n - d);
         let tile = 1u64 << (log_c + d);
-        let threads = (tile >> LOG_PER_THREAD).max(1) as usize;
+        let threads = (tile >> t.shape.log_per_thread).max(1) as usize;
         let groups = (1usize << (log_n - d)) >> log_c;
         let (mode, scale, into, k) = match (&finish, last) {
             (Finish::Scale(p, false), true) => (MODE_SCALE, Some(*p), None, Scalar::ZERO),
@@ -246,7 +325,7 @@ fn transform<D: Device>(
         let out = into.unwrap_or(&*tmp);
         let z = into.unwrap_or(&t.inner);
         q.launch(
-            &gpu.names.ntt_pass,
+            &gpu.names.ntt_pass[t.shape.log_per_thread as usize - 1],
             groups,
             threads,
             &[
@@ -351,9 +430,13 @@ pub struct HPipeline<D: Device> {
 }
 
 impl<D: Device> HPipeline<D> {
-    /// The tables of `domain`'s pipeline, on `q`.
-    pub fn new(gpu: &GpuDevice<D>, q: &mut D::Queue, domain: &Domain) -> DeviceResult<Self> {
-        let shape = NttShape::for_device(gpu);
+    /// The tables of `domain`'s pipeline, its transforms cut as `shape` says, on `q`.
+    pub fn new(
+        gpu: &GpuDevice<D>,
+        q: &mut D::Queue,
+        domain: &Domain,
+        shape: NttShape,
+    ) -> DeviceResult<Self> {
         let log_n = domain.log2;
         let n_inv = domain.size_inv();
         Ok(HPipeline {
@@ -485,21 +568,23 @@ fn sub_div_z<D: Device>(
 }
 
 /// The quotient's `n - 1` coefficients as canonical exponents, left in the returned buffer
-/// (of `n` elements). `a`, `b`, `c` are read, never changed. Device and host buffers are
-/// registered in `ledger` while they live.
+/// (of `n` elements), the transforms cut as `shape` says. `a`, `b`, `c` are read, never
+/// changed. Device and host buffers are registered in `ledger` while they live.
+#[allow(clippy::too_many_arguments)]
 pub fn quotient<D: Device>(
     gpu: &GpuDevice<D>,
     q: &mut D::Queue,
     [a, b, c]: [&[Scalar]; 3],
     domain: &Domain,
     mode: NttMode,
+    shape: NttShape,
     ledger: &mut BackendBuffers<'_>,
 ) -> DeviceResult<DeviceBuffer<D>> {
     let n = domain.size();
     if domain.log2 > 31 {
         return Err(DeviceError::new("H", "the domain is larger than 2^31"));
     }
-    let p = HPipeline::new(gpu, q, domain)?;
+    let p = HPipeline::new(gpu, q, domain, shape)?;
     let tables = p.bytes();
     ledger.register(BackendBuffer::DeviceScratch, tables);
     let v = n as u64 * FR;
@@ -592,6 +677,7 @@ mod tests {
             let shape = NttShape {
                 max_log_radix,
                 log_tile: 10,
+                log_per_thread: 3,
             };
             for log_n in 1..=31 {
                 let r = shape.radices(log_n);
@@ -607,10 +693,27 @@ mod tests {
         let r = NttShape {
             max_log_radix: 8,
             log_tile: 10,
+            log_per_thread: 3,
         }
         .radices(24);
         assert_eq!(r, vec![8, 8, 8]);
         assert_ne!(r.len(), 2);
+    }
+
+    #[test]
+    fn shapes_parse_and_the_kernels_bound_them() {
+        let s = NttShape::parse("8/10/1").unwrap();
+        assert_eq!((s.max_log_radix, s.log_tile, s.log_per_thread), (8, 10, 1));
+        assert_eq!(NttShape::parse(&s.name()), Ok(s));
+        let d = NttShape::parse("9/9").unwrap();
+        assert_eq!(d.log_per_thread, DEFAULT_LOG_PER_THREAD);
+        // Negative twins: a thread of 2^0 or 2^4 elements has no kernel; radices and tiles
+        // past 2^10 and malformed names are refused.
+        for bad in [
+            "8/10/0", "8/10/4", "0/10/2", "11/10/2", "8/11/2", "8", "8/10/1/1", "a/b",
+        ] {
+            assert!(NttShape::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

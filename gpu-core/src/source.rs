@@ -21,6 +21,10 @@ const FIELD: &str = include_str!("field.cl");
 
 /// The line of `synthetic.cl` after which its text is per curve.
 const PER_CURVE: &str = "// ---- per curve ----";
+/// The line of `ntt.cl` after which its text is written once per elements a thread holds.
+const PER_G: &str = "// ---- per G ----";
+/// The NTT pass's kernels: 2^G elements a thread for G in `1..=NTT_MAX_G`.
+pub const NTT_MAX_G: u32 = 3;
 
 /// The limb width of the generated field arithmetic. The bytes of a field element are the same
 /// either way (little-endian Montgomery limbs, as blstrs stores them).
@@ -115,8 +119,8 @@ fn digest(prefix: &str, text: &str) -> String {
 /// The names of the kernels the host logic launches.
 #[derive(Debug, Clone)]
 pub struct KernelNames {
-    /// One pass of proofline's NTT over Fr.
-    pub ntt_pass: String,
+    /// One pass of proofline's NTT over Fr, 2^G elements a thread: entry G - 1.
+    pub ntt_pass: [String; NTT_MAX_G as usize],
     /// `x[start..n] = 0`.
     pub fill_zero: String,
     /// `x *= y`.
@@ -381,9 +385,11 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 35] {
+    pub fn all(&self) -> [&str; 37] {
         [
-            &self.ntt_pass,
+            &self.ntt_pass[0],
+            &self.ntt_pass[1],
+            &self.ntt_pass[2],
             &self.fill_zero,
             &self.mul_assign,
             &self.sub_scaled,
@@ -437,9 +443,13 @@ impl KernelSource {
         let (synthetic_common, synthetic_curve) = SYNTHETIC
             .split_once(PER_CURVE)
             .expect("synthetic.cl has its per-curve marker");
+        let (ntt_common, ntt_pass) = NTT.split_once(PER_G).expect("ntt.cl has its per-G marker");
+        let ntt = (1..=NTT_MAX_G).fold(ntt_common.to_string(), |text, g| {
+            text + &ntt_pass.replace("{G}", &g.to_string())
+        });
         let ours = [
             KERNELS.replace("{FR}", &fr),
-            NTT.replace("{FR}", &fr),
+            ntt.replace("{FR}", &fr),
             curve(MSM, &g1, &fp),
             curve(MSM, &g2, &fp2),
             curve(PIPPENGER, &g1, &fp).replace("{RUNS_BOUNDS}", "PL_BOUNDS(64, 8)"),
@@ -463,7 +473,7 @@ impl KernelSource {
         ]
         .join("\n\n");
         let names = KernelNames {
-            ntt_pass: format!("{fr}_ntt_pass"),
+            ntt_pass: std::array::from_fn(|i| format!("{fr}_ntt_pass_g{}", i + 1)),
             fill_zero: format!("{fr}_fill_zero"),
             mul_assign: format!("{fr}_mul_assign"),
             sub_scaled: format!("{fr}_sub_scaled"),
