@@ -41,8 +41,9 @@ pub trait DeviceCurve: DeviceCopy {
     fn sum_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
     /// The bucket MSM kernel.
     fn msm_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
-    /// The sorted MSM's kernels: zeroing bucket sums, adding runs, completing crossing buckets.
-    fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 4];
+    /// The sorted MSM's kernels: adding runs, their heads and tails made jacobian, completing
+    /// the buckets.
+    fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 3];
     /// The sorted MSM's reduction kernel.
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
     /// The sorted MSM's kernel adding groups of partial sums.
@@ -98,9 +99,9 @@ impl DeviceCurve for G1Affine {
     fn msm_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g1_msm
     }
-    fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 4] {
+    fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 3] {
         let n = &gpu.names;
-        [&n.g1_pl_zero, &n.g1_pl_runs, &n.g1_pl_edges, &n.g1_pl_fixup]
+        [&n.g1_pl_runs, &n.g1_pl_edges, &n.g1_pl_fixup]
     }
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g1_pl_reduce
@@ -128,9 +129,9 @@ impl DeviceCurve for G2Affine {
     fn msm_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g2_msm
     }
-    fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 4] {
+    fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 3] {
         let n = &gpu.names;
-        [&n.g2_pl_zero, &n.g2_pl_runs, &n.g2_pl_edges, &n.g2_pl_fixup]
+        [&n.g2_pl_runs, &n.g2_pl_edges, &n.g2_pl_fixup]
     }
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g2_pl_reduce

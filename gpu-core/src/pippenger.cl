@@ -126,15 +126,6 @@ KERNEL void pl_scatter(GLOBAL uint *keys, GLOBAL uint *vals, uint entries, uint 
 
 #endif
 
-// sums[t] = 0 for t < total.
-KERNEL void {P}_pl_zero(GLOBAL {P}_jacobian *sums, uint total) {
-  const uint t = GET_GLOBAL_ID();
-  if (t < total) {
-    const {P}_jacobian zero = {P}_ZERO;
-    sums[t] = zero;
-  }
-}
-
 // A point in XYZZ coordinates (x = X / ZZ, y = Y / ZZZ, ZZ^3 = ZZZ^2; ZZ = 0 is the identity):
 // a mixed addition costs 8 multiplications and 2 squarings, against 7 and 4 in jacobian ones.
 typedef struct {
@@ -295,10 +286,10 @@ DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   }
 }
 
-// The bounds placeholder is, for G1 on CUDA, at least 8 groups of 64 threads per
-// multiprocessor (128 registers a thread instead of about 200: 3-5% faster on the H200); for G2
-// nothing (its points need more registers).
-KERNEL void {RUNS_BOUNDS} {P}_pl_runs({P}_PL_RUNS_PARAMS) {
+// The bounds placeholder (here and on the fixup, reduction and sums) is, for G1 on CUDA, at
+// least 8 groups of 64 threads per multiprocessor (128 registers a thread instead of about
+// 200: the runs 3-5% faster on the H200); for G2 nothing (its points need more registers).
+KERNEL void {BOUNDS} {P}_pl_runs({P}_PL_RUNS_PARAMS) {
   const uint r = GET_GLOBAL_ID();
   {P}_pl_runs_at(r, {P}_PL_RUNS_ARGS);
 }
@@ -312,26 +303,33 @@ KERNEL void {P}_pl_edges(GLOBAL {P}_xyzz *hx, GLOBAL {P}_xyzz *tx, uint runs,
   tails[r] = {P}_xyzz_to_jacobian(tx[r]);
 }
 
-// Bucket t (t = w nb + digit - 1) of this chunk's entries, added to sums[t]: a bucket wholly
+// Bucket t (t = w nb + digit - 1) of this chunk's entries, added to sums[t] (stored there, the
+// identity for an empty bucket, when `first`: the first chunk's fixup sets every bucket, so
+// the sums need no zeroing beforehand): a bucket wholly
 // inside one run is that run's part (parts[t]); one that crosses runs is the tail of the run
 // r0 it starts in and the heads of the runs r0 + 1..=r1 it goes on into. Aligned groups of 64
 // and 4096 runs wholly inside the span are taken from heads64 and heads4096 (the heads summed
 // by {P}_pl_sum), so a crowded bucket (a narrow top window, equal scalars) costs a few hundred
 // additions, not one per run.
-KERNEL void {P}_pl_fixup(GLOBAL uint *cursor, uint per, uint nb, uint total,
-                         GLOBAL {P}_jacobian *sums, GLOBAL {P}_xyzz *parts,
-                         GLOBAL {P}_jacobian *heads, GLOBAL {P}_jacobian *tails,
-                         GLOBAL {P}_jacobian *heads64, GLOBAL {P}_jacobian *heads4096) {
+KERNEL void {BOUNDS} {P}_pl_fixup(GLOBAL uint *cursor, uint per, uint nb, uint total,
+                                  GLOBAL {P}_jacobian *sums, GLOBAL {P}_xyzz *parts,
+                                  GLOBAL {P}_jacobian *heads, GLOBAL {P}_jacobian *tails,
+                                  GLOBAL {P}_jacobian *heads64,
+                                  GLOBAL {P}_jacobian *heads4096, uint first) {
   const uint t = GET_GLOBAL_ID();
   if (t >= total) return;
   const uint k = (t / nb) * (nb + 1) + t % nb + 1;
   const uint start = cursor[k - 1];
   const uint stop = cursor[k];
-  if (stop <= start) return;
+  if (stop <= start) {
+    if (first) sums[t] = {P}_ZERO;
+    return;
+  }
   const uint r0 = start / per;
   const uint r1 = (stop - 1) / per;
   if (r0 == r1) {
-    sums[t] = {P}_add(sums[t], {P}_xyzz_to_jacobian(parts[t]));
+    const {P}_jacobian part = {P}_xyzz_to_jacobian(parts[t]);
+    sums[t] = first ? part : {P}_add(sums[t], part);
     return;
   }
   {P}_jacobian acc = tails[r0];
@@ -348,13 +346,13 @@ KERNEL void {P}_pl_fixup(GLOBAL uint *cursor, uint per, uint nb, uint total,
       r += 1;
     }
   }
-  sums[t] = {P}_add(sums[t], acc);
+  sums[t] = first ? acc : {P}_add(sums[t], acc);
 }
 
 // Segment s of window w (t = w segs + s) of the window's nb bucket sums (bucket j weighs
 // j + 1): out[t] = sum over the segment's buckets of weight * sum, by a running sum from the
 // top plus the segment's offset times its total.
-KERNEL void {P}_pl_reduce(GLOBAL {P}_jacobian *sums, uint nb, uint per, uint segs,
+KERNEL void {BOUNDS} {P}_pl_reduce(GLOBAL {P}_jacobian *sums, uint nb, uint per, uint segs,
                           uint total, GLOBAL {P}_jacobian *out) {
   const uint t = GET_GLOBAL_ID();
   if (t >= total) return;
@@ -377,7 +375,7 @@ KERNEL void {P}_pl_reduce(GLOBAL {P}_jacobian *sums, uint nb, uint per, uint seg
 }
 
 // out[t] = in[t g] + ... + in[t g + g - 1] (those below n) for t < total.
-KERNEL void {P}_pl_sum(GLOBAL {P}_jacobian *in, uint n, uint g, uint total,
+KERNEL void {BOUNDS} {P}_pl_sum(GLOBAL {P}_jacobian *in, uint n, uint g, uint total,
                        GLOBAL {P}_jacobian *out) {
   const uint t = GET_GLOBAL_ID();
   if (t >= total) return;

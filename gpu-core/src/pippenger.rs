@@ -28,8 +28,10 @@ const MIN_RUN: u32 = 16;
 const RUN_THREADS_PER_UNIT: u64 = 256;
 /// Reduction segments per window at most (a power of two).
 const MAX_SEGS: u32 = 2048;
-/// Partial sums added per thread when a window's segment sums are summed on the device.
-const SUM_GROUP: u32 = 64;
+/// Partial sums added per thread when points are summed on the device, in passes. Small, so
+/// that few serial additions lie on the path: the late passes have few threads, and a thread
+/// adding 64 G2 points took about 5 ms on the H200 (`ncu`, docs/gpu.md).
+const SUM_GROUP: u32 = 8;
 /// Bucket counts scanned per thread.
 const SCAN_PER: u32 = 1024;
 
@@ -84,8 +86,8 @@ impl Plan {
     }
 
     /// Device bytes per term of a chunk: its entries in every window, and its share of the runs'
-    /// heads and tails (in XYZZ and jacobian coordinates) and of the heads' sums by 64 and 4096
-    /// (bounded by a third jacobian point per run).
+    /// heads and tails (in XYZZ and jacobian coordinates) and of the heads' sums by 8 (scratch),
+    /// 64 and 4096 (bounded by a third jacobian point per run).
     fn term_bytes(&self, jac: u64) -> u64 {
         let entries = self.windows as u64;
         let per_run = 3 * jac + 2 * xyzz_bytes(jac);
@@ -218,12 +220,6 @@ pub fn msm<D: Device, G: DeviceCurve>(
         fixed.iter().map(DeviceBuffer::bytes).sum(),
     );
     let [counts, sums, buckets, parts, segments, partials] = &fixed;
-    launch_threads(
-        q,
-        G::pl_kernels(gpu)[0],
-        total_buckets,
-        &[Arg::Buffer(buckets.raw()), Arg::U32(total_buckets as u32)],
-    )?;
     for start in (0..n).step_by(plan.chunk) {
         let len = plan.chunk.min(n - start);
         let entries = len * plan.windows as usize;
@@ -240,14 +236,16 @@ pub fn msm<D: Device, G: DeviceCurve>(
         let runs4096 = runs.div_ceil(4096);
         let heads64 = gpu.scratch(q, jac * runs64 as u64, "MSM run heads by 64")?;
         let heads4096 = gpu.scratch(q, jac * runs4096 as u64, "MSM run heads by 4096")?;
+        let heads8 = gpu.scratch(q, jac * runs.div_ceil(8) as u64, "MSM run heads by 8")?;
         let chunk_bufs = [
-            keys, vals, sorted, skeys, hx, tx, heads, tails, heads64, heads4096,
+            keys, vals, sorted, skeys, hx, tx, heads, tails, heads64, heads4096, heads8,
         ];
         ledger.register(
             BackendBuffer::DeviceScratch,
             chunk_bufs.iter().map(DeviceBuffer::bytes).sum(),
         );
-        let [keys, vals, sorted, skeys, hx, tx, heads, tails, heads64, heads4096] = &chunk_bufs;
+        let [keys, vals, sorted, skeys, hx, tx, heads, tails, heads64, heads4096, heads8] =
+            &chunk_bufs;
         launch_threads(
             q,
             &names.pl_zero,
@@ -289,7 +287,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
             Some(i) => (i, 1),
             None => (bases, 0),
         };
-        let [_, runs_kernel, edges_kernel, fixup_kernel] = G::pl_kernels(gpu);
+        let [runs_kernel, edges_kernel, fixup_kernel] = G::pl_kernels(gpu);
         launch_threads(
             q,
             runs_kernel,
@@ -323,12 +321,12 @@ pub fn msm<D: Device, G: DeviceCurve>(
                 Arg::Buffer(tails.raw()),
             ],
         )?;
-        // The heads summed by 64 and by 4096 runs, for buckets spanning many runs.
-        for (from, n, to, total) in [
-            (heads, runs, heads64, runs64),
-            (heads64, runs64, heads4096, runs4096),
-        ] {
-            sum_groups::<D, G>(gpu, q, from, n, 64, total, to)?;
+        // The heads summed by 64 and by 4096 runs, for buckets spanning many runs: each by two
+        // passes of 8 (through `heads8`).
+        for (from, n, to) in [(heads, runs, heads64), (heads64, runs64, heads4096)] {
+            let eighths = n.div_ceil(8);
+            sum_groups::<D, G>(gpu, q, from, n, 8, eighths, heads8)?;
+            sum_groups::<D, G>(gpu, q, heads8, eighths, 8, eighths.div_ceil(8), to)?;
         }
         launch_threads(
             q,
@@ -345,6 +343,8 @@ pub fn msm<D: Device, G: DeviceCurve>(
                 Arg::Buffer(tails.raw()),
                 Arg::Buffer(heads64.raw()),
                 Arg::Buffer(heads4096.raw()),
+                // The first chunk's fixup sets every bucket's sum (no zeroing beforehand).
+                Arg::U32(u32::from(start == 0)),
             ],
         )?;
         free_counted(ledger, BackendBuffer::DeviceScratch, chunk_bufs);
@@ -451,7 +451,8 @@ pub fn exclusive_scan<D: Device>(
 }
 
 /// The sum of the first `n` jacobian points of `points`, added on the device in passes of up to
-/// 64 per thread (the host reads one point): for the many partial sums of a batch addition.
+/// [`SUM_GROUP`] per thread (the host reads one point): for the many partial sums of a batch
+/// addition.
 pub fn sum_on_device<D: Device, G: DeviceCurve>(
     gpu: &GpuDevice<D>,
     q: &mut D::Queue,
@@ -467,7 +468,7 @@ pub fn sum_on_device<D: Device, G: DeviceCurve>(
     let a = gpu.scratch(q, G::JACOBIAN_BYTES * first as u64, "partial sums")?;
     let b = gpu.scratch(
         q,
-        G::JACOBIAN_BYTES * first.div_ceil(64) as u64,
+        G::JACOBIAN_BYTES * first.div_ceil(SUM_GROUP as usize) as u64,
         "partial sums",
     )?;
     ledger.register(BackendBuffer::DeviceScratch, a.bytes() + b.bytes());

@@ -149,8 +149,6 @@ pub struct KernelNames {
     pub pl_scan_add: String,
     /// Sorted MSM: the counting sort's scatter.
     pub pl_scatter: String,
-    /// Sorted MSM, G1: bucket sums zeroed.
-    pub g1_pl_zero: String,
     /// Sorted MSM, G1: runs of sorted entries added.
     pub g1_pl_runs: String,
     /// Sorted MSM, G1: the runs' heads and tails made jacobian.
@@ -161,8 +159,6 @@ pub struct KernelNames {
     pub g1_pl_reduce: String,
     /// Sorted MSM, G1: groups of partial sums added.
     pub g1_pl_sum: String,
-    /// Sorted MSM, G2: bucket sums zeroed.
-    pub g2_pl_zero: String,
     /// Sorted MSM, G2: runs of sorted entries added.
     pub g2_pl_runs: String,
     /// Sorted MSM, G2: the runs' heads and tails made jacobian.
@@ -385,7 +381,7 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 37] {
+    pub fn all(&self) -> [&str; 35] {
         [
             &self.ntt_pass[0],
             &self.ntt_pass[1],
@@ -404,13 +400,11 @@ impl KernelNames {
             &self.pl_scan_sums,
             &self.pl_scan_add,
             &self.pl_scatter,
-            &self.g1_pl_zero,
             &self.g1_pl_runs,
             &self.g1_pl_edges,
             &self.g1_pl_fixup,
             &self.g1_pl_reduce,
             &self.g1_pl_sum,
-            &self.g2_pl_zero,
             &self.g2_pl_runs,
             &self.g2_pl_edges,
             &self.g2_pl_fixup,
@@ -452,8 +446,8 @@ impl KernelSource {
             ntt.replace("{FR}", &fr),
             curve(MSM, &g1, &fp),
             curve(MSM, &g2, &fp2),
-            curve(PIPPENGER, &g1, &fp).replace("{RUNS_BOUNDS}", "PL_BOUNDS(64, 8)"),
-            curve(PIPPENGER, &g2, &fp2).replace("{RUNS_BOUNDS}", ""),
+            curve(PIPPENGER, &g1, &fp).replace("{BOUNDS}", "PL_BOUNDS(64, 8)"),
+            curve(PIPPENGER, &g2, &fp2).replace("{BOUNDS}", ""),
             CLASSIFY.to_string(),
             INVERSE.replace("{FP2}", &fp2).replace("{FP}", &fp),
             curve(FIXED_BASE, &g1, &fp),
@@ -488,13 +482,11 @@ impl KernelSource {
             pl_scan_sums: "pl_scan_sums".into(),
             pl_scan_add: "pl_scan_add".into(),
             pl_scatter: "pl_scatter".into(),
-            g1_pl_zero: format!("{g1}_pl_zero"),
             g1_pl_runs: format!("{g1}_pl_runs"),
             g1_pl_edges: format!("{g1}_pl_edges"),
             g1_pl_fixup: format!("{g1}_pl_fixup"),
             g1_pl_reduce: format!("{g1}_pl_reduce"),
             g1_pl_sum: format!("{g1}_pl_sum"),
-            g2_pl_zero: format!("{g2}_pl_zero"),
             g2_pl_runs: format!("{g2}_pl_runs"),
             g2_pl_edges: format!("{g2}_pl_edges"),
             g2_pl_fixup: format!("{g2}_pl_fixup"),
@@ -616,7 +608,7 @@ mod tests {
                 s.text.contains(&format!("void  {}(", s.names.g2_pl_runs)),
                 "G2's runs kernel has none"
             );
-            for placeholder in ["{FR}", "{P}", "{F}", "{RUNS_BOUNDS}", "FIELD_", "POINT_"] {
+            for placeholder in ["{FR}", "{P}", "{F}", "{BOUNDS}", "FIELD_", "POINT_"] {
                 assert!(!s.text.contains(placeholder), "{placeholder} left");
             }
         }
