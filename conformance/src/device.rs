@@ -148,11 +148,11 @@ pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
             "2^{log}: {tables} B of tables"
         );
         assert!(tables > 0);
-        // Each mode with another kernel: the device's default, 2 and 4 elements a thread.
+        // Each mode with another kernel: the device's default (4 elements a thread), 2 and 8.
         let modes = [
             (NttMode::Ahead, NttShape::for_device(gpu)),
             (NttMode::Resident, shapes[4]),
-            (NttMode::Split, shapes[2]),
+            (NttMode::Split, shapes[1]),
         ];
         for (mode, shape) in modes {
             let ledger = StageLedger::new();

@@ -27,7 +27,9 @@ const FR: u64 = 32;
 /// padding, under CUDA's 48 KiB without opting in).
 const MAX_LOG_TILE: u32 = 10;
 /// Elements a thread holds in the rounds, by default (log2).
-const DEFAULT_LOG_PER_THREAD: u32 = 3;
+const DEFAULT_LOG_PER_THREAD: u32 = 2;
+/// A group's tile, by default (log2).
+const DEFAULT_LOG_TILE: u32 = 9;
 /// The last pass's store modes, as `ntt.cl` numbers them (`PL_NTT_*`; a test checks).
 const MODE_STORE: u32 = 0;
 const MODE_SCALE: u32 = 1;
@@ -91,22 +93,23 @@ pub struct NttShape {
 }
 
 impl NttShape {
-    /// The largest shape the device's local memory and group size allow (the default).
+    /// The default: tiles of 2^9 elements (or the largest the device's local memory and group
+    /// size allow), four elements a thread, passes of up to 2^8 points (two columns a tile).
+    /// Measured on the H200 (docs/gpu.md, eighteenth session): against tiles of 2^10 with eight
+    /// elements a thread and four columns (the default before), 4% faster at 2^24 and 7% at
+    /// 2^27, the H pipeline 5-7%; two elements a thread were slower in every shape tried.
     pub fn for_device<D: Device>(gpu: &GpuDevice<D>) -> Self {
         let info = gpu.device.info();
         let log_per_thread = DEFAULT_LOG_PER_THREAD;
-        let mut log_tile = MAX_LOG_TILE;
+        let mut log_tile = DEFAULT_LOG_TILE;
         while log_tile > log_per_thread
             && (local_bytes(1 << log_tile) > info.local_memory_bytes
                 || (1usize << (log_tile - log_per_thread)) > info.max_group_size)
         {
             log_tile -= 1;
         }
-        // At least four columns a tile (measured on the H200: 2^27 in four passes of 2^7 and
-        // 2^6 with 8-16 columns beats three of 2^9 with 2; 2^24 with one column a tile is 1.5x
-        // slower than with four).
         NttShape {
-            max_log_radix: log_tile.saturating_sub(2).max(1),
+            max_log_radix: log_tile.saturating_sub(1).max(1),
             log_tile,
             log_per_thread,
         }
