@@ -215,7 +215,7 @@ DEVICE {P}_affine {P}_pl_base(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint g
 
 // Run r: sorted entries [r per, (r + 1) per) of the used ones (cursor[last] of them), each
 // base as {P}_pl_base reads it (the next one is read before the current one is added), added
-// bucket by bucket in XYZZ coordinates. Where a bucket ends, its sum is only stored (converting
+// in one flat loop in XYZZ coordinates. Where a bucket ends, its sum is only stored (converting
 // it and adding it into the bucket sums is {P}_pl_fixup's, one thread per bucket): a bucket
 // wholly in the run to parts[w nb + digit - 1]; the part of a bucket that started before the
 // run to hx[r], the part of one that goes on after it to tx[r] (the run's head and tail, zero
@@ -286,9 +286,10 @@ DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   }
 }
 
-// The bounds placeholder (here and on the fixup, reduction and sums) is, for G1 on CUDA, at
-// least 8 groups of 64 threads per multiprocessor (128 registers a thread instead of about
-// 200: the runs 3-5% faster on the H200); for G2 nothing (its points need more registers).
+// The bounds placeholder (here and on the fixup and sums) is, for G1 on CUDA, at least 8
+// groups of 64 threads per multiprocessor (128 registers a thread instead of 180-200: the runs
+// 3-5% faster on the H200, the fixup 26%); for G2 nothing (its points need more registers).
+// The reduction has none: bounded, it took 24.1 ms at G1 2^24 against 22.6 (`ncu`, docs/gpu.md).
 KERNEL void {BOUNDS} {P}_pl_runs({P}_PL_RUNS_PARAMS) {
   const uint r = GET_GLOBAL_ID();
   {P}_pl_runs_at(r, {P}_PL_RUNS_ARGS);
@@ -352,7 +353,7 @@ KERNEL void {BOUNDS} {P}_pl_fixup(GLOBAL uint *cursor, uint per, uint nb, uint t
 // Segment s of window w (t = w segs + s) of the window's nb bucket sums (bucket j weighs
 // j + 1): out[t] = sum over the segment's buckets of weight * sum, by a running sum from the
 // top plus the segment's offset times its total.
-KERNEL void {BOUNDS} {P}_pl_reduce(GLOBAL {P}_jacobian *sums, uint nb, uint per, uint segs,
+KERNEL void {P}_pl_reduce(GLOBAL {P}_jacobian *sums, uint nb, uint per, uint segs,
                           uint total, GLOBAL {P}_jacobian *out) {
   const uint t = GET_GLOBAL_ID();
   if (t >= total) return;
