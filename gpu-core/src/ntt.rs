@@ -18,7 +18,9 @@ use prover_core::ledger::{BackendBuffer, BackendBuffers};
 use prover_core::Domain;
 
 use crate::context::{launch_threads, GpuDevice};
-use crate::device::{bytes_of, bytes_of_mut, Arg, Device, DeviceError, DeviceResult, Queue};
+use crate::device::{
+    bytes_of, bytes_of_mut, Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue,
+};
 use crate::memory::{free_counted, DeviceBuffer};
 use crate::source::NTT_MAX_G;
 
@@ -102,10 +104,7 @@ impl NttShape {
         let info = gpu.device.info();
         let log_per_thread = DEFAULT_LOG_PER_THREAD;
         let mut log_tile = DEFAULT_LOG_TILE;
-        while log_tile > log_per_thread
-            && (local_bytes(1 << log_tile) > info.local_memory_bytes
-                || (1usize << (log_tile - log_per_thread)) > info.max_group_size)
-        {
+        while log_tile > log_per_thread && group_fit(info, log_tile, log_per_thread).is_err() {
             log_tile -= 1;
         }
         NttShape {
@@ -183,6 +182,21 @@ impl NttShape {
     }
 }
 
+/// Whether a group transforming a tile of 2^log_tile elements, 2^log_per_thread a thread, fits
+/// the device's group size and local memory (else what it needs and what the device allows).
+fn group_fit(info: &DeviceInfo, log_tile: u32, log_per_thread: u32) -> Result<(), String> {
+    let threads = 1usize << log_tile.saturating_sub(log_per_thread);
+    let bytes = local_bytes(1 << log_tile);
+    if bytes > info.local_memory_bytes || threads > info.max_group_size {
+        return Err(format!(
+            "groups of {threads} threads and {bytes} bytes of local memory; the device allows {} \
+             and {}",
+            info.max_group_size, info.local_memory_bytes
+        ));
+    }
+    Ok(())
+}
+
 /// Local memory of a tile of `elements`: one plane per limb, one word of padding per 32.
 fn local_bytes(elements: u64) -> u64 {
     (elements + elements / 32) * FR
@@ -253,23 +267,11 @@ impl<D: Device> NttTables<D> {
             return Err(DeviceError::new("NTT", "the domain is larger than 2^31"));
         }
         shape.check().map_err(|e| DeviceError::new("NTT", e))?;
-        let info = gpu.device.info();
         // A pass's tile: at least one column of its largest radix.
         let log_tile = shape.log_tile.max(shape.max_log_radix);
-        let threads = 1usize << log_tile.saturating_sub(shape.log_per_thread);
-        if local_bytes(1 << log_tile) > info.local_memory_bytes || threads > info.max_group_size {
-            return Err(DeviceError::new(
-                "NTT",
-                format!(
-                    "the pass shape {} needs groups of {threads} threads and {} bytes of local \
-                     memory; the device allows {} and {}",
-                    shape.name(),
-                    local_bytes(1 << log_tile),
-                    info.max_group_size,
-                    info.local_memory_bytes
-                ),
-            ));
-        }
+        group_fit(gpu.device.info(), log_tile, shape.log_per_thread).map_err(|e| {
+            DeviceError::new("NTT", format!("the pass shape {}: {e}", shape.name()))
+        })?;
         let roots = Powers::new(gpu, q, log_n, omega, Scalar::ONE)?;
         let log_inner = shape.radices(log_n).into_iter().max().unwrap_or(0).max(1);
         let w = omega.pow_vartime([1u64 << (log_n.max(log_inner) - log_inner)]);
@@ -717,6 +719,31 @@ mod tests {
         ] {
             assert!(NttShape::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_group_fits_the_devices_group_size_and_local_memory() {
+        let info = |max_group_size, local_memory_bytes| DeviceInfo {
+            name: "test".into(),
+            platform: "test".into(),
+            driver: "0".into(),
+            compute_units: 1,
+            memory_bytes: 1 << 30,
+            max_alloc_bytes: 1 << 30,
+            local_memory_bytes,
+            max_group_size,
+            program_from_cache: false,
+        };
+        // 2^10 elements, 2 a thread: 512 threads, 33 KiB.
+        let big = info(1024, 48 << 10);
+        assert!(group_fit(&big, 10, 1).is_ok());
+        assert_eq!(local_bytes(1 << 10), 33 << 10);
+        // Negative twins: too few threads a group, too little local memory, each alone.
+        let few_threads = group_fit(&info(256, 48 << 10), 10, 1).unwrap_err();
+        assert!(few_threads.contains("512 threads"), "{few_threads}");
+        assert!(group_fit(&info(1024, 32 << 10), 10, 1).is_err());
+        // Four a thread halves the threads: fits 256.
+        assert!(group_fit(&info(256, 48 << 10), 10, 2).is_ok());
     }
 
     #[test]
