@@ -28,6 +28,7 @@ pub mod device;
 pub mod fault;
 pub mod fixed_base;
 pub mod memory;
+pub mod mont;
 pub mod msm;
 pub mod ntt;
 pub mod pippenger;

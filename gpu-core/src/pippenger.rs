@@ -408,7 +408,7 @@ pub fn scan_sums_bytes(len: usize) -> u64 {
 }
 
 /// Replaces `counts[0..len)` (u32, on the device) by its exclusive prefix sums, with `sums`
-/// ([`scan_sums_bytes`] bytes) for the block totals: blocks of [`SCAN_PER`] scanned one thread
+/// ([`scan_sums_bytes`] bytes) for the block totals: blocks of `SCAN_PER` scanned one thread
 /// each, the block totals scanned, then added back.
 pub fn exclusive_scan<D: Device>(
     gpu: &GpuDevice<D>,
@@ -451,7 +451,7 @@ pub fn exclusive_scan<D: Device>(
 }
 
 /// The sum of the first `n` jacobian points of `points`, added on the device in passes of up to
-/// [`SUM_GROUP`] per thread (the host reads one point): for the many partial sums of a batch
+/// `SUM_GROUP` per thread (the host reads one point): for the many partial sums of a batch
 /// addition.
 pub fn sum_on_device<D: Device, G: DeviceCurve>(
     gpu: &GpuDevice<D>,

@@ -9,6 +9,8 @@ use ec_gpu::{GpuField, GpuName};
 use ec_gpu_gen::SourceBuilder;
 use sha2::{Digest, Sha256};
 
+use crate::mont;
+
 const KERNELS: &str = include_str!("kernels.cl");
 const MSM: &str = include_str!("msm.cl");
 const PIPPENGER: &str = include_str!("pippenger.cl");
@@ -220,6 +222,11 @@ fn name_of<F: GpuName, C>(_coordinate: fn(&C) -> F) -> String {
     F::name()
 }
 
+/// The modulus (32-bit words) of the field a coordinate accessor returns.
+fn modulus_of<F: GpuField, C>(_coordinate: fn(&C) -> F) -> Vec<u32> {
+    F::modulus()
+}
+
 fn multiexp<C, F>(_coordinate: fn(&C) -> F, limbs: Limbs) -> String
 where
     C: group::prime::PrimeCurveAffine + GpuName,
@@ -265,6 +272,18 @@ fn function_end(text: &str, start: usize) -> Option<usize> {
     None
 }
 
+/// ec-gpu-gen's choice of product by API, which [`mont::mul_definition`]'s replaces (`{T}` the
+/// field).
+const MUL_CHOICE: &str = "#ifdef CUDA
+DEVICE {T} {T}_mul({T} a, {T} b) {
+  return {T}_mul_nvidia(a, b);
+}
+#else
+DEVICE {T} {T}_mul({T} a, {T} b) {
+  return {T}_mul_default(a, b);
+}
+#endif";
+
 /// CUDA's `r = a - b` over `n` limbs in one carry chain, the borrow out into `m` as a mask
 /// (`r` holds `a` before it).
 fn sub_chain(n: usize) -> String {
@@ -286,9 +305,10 @@ fn sub_chain(n: usize) -> String {
     asm
 }
 
-/// ec-gpu-gen's 32-bit-limb field text of `name` with the definitions in [`REPLACED`] taken
-/// out (declared where the first was) and `field.cl`'s appended.
-fn branch_free(text: &str, name: &str) -> String {
+/// ec-gpu-gen's 32-bit-limb field text of `name` (modulus `p`) with the definitions in
+/// [`REPLACED`] taken out (declared where the first was) and `field.cl`'s appended, and its
+/// product replaced by [`mont::mul_definition`]'s.
+fn branch_free(text: &str, name: &str, p: &[u32]) -> String {
     let layout = |what: &str| -> ! { panic!("ec-gpu-gen's layout changed: {what} of {name}") };
     let limbs: usize = text
         .lines()
@@ -311,6 +331,14 @@ fn branch_free(text: &str, name: &str) -> String {
     }
     let first = first.unwrap_or_else(|| layout("the replaced definitions"));
     out.insert_str(first, &declarations);
+    let choice = MUL_CHOICE.replace("{T}", name);
+    if out.matches(&choice).count() != 1 {
+        layout("the product's choice by API");
+    }
+    out = out.replace(
+        &choice,
+        &format!("DEVICE {name} {name}_mul({name} a, {name} b);"),
+    );
     out.push_str("\n\n");
     out.push_str(
         &FIELD
@@ -318,6 +346,8 @@ fn branch_free(text: &str, name: &str) -> String {
             .replace("{N}", &limbs.to_string())
             .replace("{T}", name),
     );
+    out.push_str("\n\n");
+    out.push_str(&mont::mul_definition(name, p));
     out
 }
 
@@ -355,8 +385,8 @@ impl Parts {
         let g2 = strip(&multiexp(G2Affine::x, limbs), &either(&fp2), "\n\n", "G2").to_string();
         let (fr, fp) = match limbs {
             Limbs::L32 => (
-                branch_free(&fr, &Scalar::name()),
-                branch_free(&fp, &name_of(G1Affine::x)),
+                branch_free(&fr, &Scalar::name(), &Scalar::modulus()),
+                branch_free(&fp, &name_of(G1Affine::x), &modulus_of(G1Affine::x)),
             ),
             // `field.cl` is written for 32-bit limbs, which both backends use.
             Limbs::L64 => (fr, fp),
@@ -661,6 +691,7 @@ mod tests {
         branch_free(
             "#define F_LIMBS 12\nDEVICE bool F_gte(F a, F b) { return true; }",
             "F",
+            &[1, 2],
         );
     }
 
