@@ -1,7 +1,8 @@
 // proofline's NTT over Fr: a Stockham transform (natural order in and out, out of place) in
 // passes of up to 2^10 points, one kernel per pass. A pass reads a tile of `C` consecutive
 // columns of `R = 2^d` rows (coalesced: the columns are adjacent in memory), multiplies each
-// element by its twiddle (a two-level table of the root's powers: one multiplication, no `pow`
+// element by its twiddle (read from a table of the pass's root's powers where that table is
+// small, else made from a two-level table of omega's powers with one multiplication; no `pow`
 // per thread), runs the radix-2 rounds of the columns' R-point DFTs G at a time in
 // registers (2^G elements a thread), exchanging through group-local memory between them, and
 // stores the columns' outputs in runs of adjacent addresses. The local memory keeps one plane
@@ -70,7 +71,9 @@ DEVICE uint {FR}_ntt_slot(uint q, uint m, uint g, uint shift) {
 
 // One pass: see above. The kernel is written once per G, the log2 of the elements a thread
 // holds in the rounds (fewer elements, fewer registers: more threads fit on a multiprocessor).
-// `tw_lo`/`tw_hi`: omega's powers (two-level, split at `s`); `inner`: the 2^(log_inner - 1)
+// `tw_lo`/`tw_hi`: the pass's twiddles w^(i k) as powers of omega (two-level, split at `tw_s`,
+// exponent (i k) << log_step), or a single table of w's powers (`tw_s` covering every i k,
+// `log_step` 0, `tw_hi` unread); `inner`: the 2^(log_inner - 1)
 // first powers of the 2^log_inner-th root omega^(N / 2^log_inner); `sc_lo`/`sc_hi`: the
 // store's scale table (split at `s`), `z` the vector the store combines with, `k` its
 // constant. Groups of 2^(log_c + d - G) threads (at least 1), N / 2^(log_c + d) groups.
@@ -78,7 +81,8 @@ KERNEL void {FR}_ntt_pass_g{G}(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_l
                           GLOBAL {FR} *tw_hi, GLOBAL {FR} *inner, GLOBAL {FR} *sc_lo,
                           GLOBAL {FR} *sc_hi, GLOBAL {FR} *z, {FR} k,
                           PL_SHARED {FR}_limb *sh_arg, uint log_n, uint lgp, uint d,
-                          uint log_c, uint s, uint log_inner, uint mode) {
+                          uint log_c, uint s, uint log_inner, uint mode, uint tw_s,
+                          uint log_step) {
 #ifdef CUDA
   {FR}_limb *sh = ({FR}_limb *)cuda_shared;
 #else
@@ -96,15 +100,14 @@ KERNEL void {FR}_ntt_pass_g{G}(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_l
   const uint t = (1u << log_n) >> d;
   const uint p = 1u << lgp;
   const uint j0 = group << log_c;
-  const uint step = t >> lgp;
 
   for (uint o = tid; o < size; o += threads) {
     const uint c = o & (cols - 1);
     const uint i = o >> log_c;
     const uint j = j0 + c;
     {FR} v = x[j + i * t];
-    const uint e = step * i * (j & (p - 1));
-    if (e != 0) v = {FR}_mul(v, {FR}_ntt_power(tw_lo, tw_hi, e, s));
+    const uint e = (i * (j & (p - 1))) << log_step;
+    if (e != 0) v = {FR}_mul(v, {FR}_ntt_power(tw_lo, tw_hi, e, tw_s));
     {FR}_ntt_put(sh, plane, (c << d) + i, v);
   }
   BARRIER_LOCAL();

@@ -73,12 +73,23 @@ impl NttMode {
 }
 
 /// At least the device bytes of an [`HPipeline`]'s tables for a domain of 2^log_n: four
-/// two-level power tables and two tables of inner roots (at most 2^(MAX_LOG_TILE - 1) each).
+/// two-level power tables, two tables of inner roots (at most 2^(MAX_LOG_TILE - 1) each), and
+/// two transforms' single-lookup twiddle tables (each transform's at most 2^(k + 1) entries
+/// for k = min(log_n, [`MAX_LOG_SINGLE`]): they double pass by pass).
 pub fn table_bytes_bound(log_n: u32) -> u64 {
     let s = split(log_n);
     let powers = (1u64 << s) + (1u64 << (log_n - s));
-    (4 * powers + 2 * (1u64 << (MAX_LOG_TILE - 1))) * FR
+    let singles = 1u64 << (log_n.min(MAX_LOG_SINGLE) + 1);
+    (4 * powers + 2 * (1u64 << (MAX_LOG_TILE - 1)) + 2 * singles) * FR
 }
+
+/// The largest single-lookup twiddle table of a pass, log2 of its entries (2^16: 2 MiB, which
+/// stays in the L2 cache). A pass after the first multiplies element `i` of column `k` by
+/// `w^(i k)`, `i k < R p` (its radix R, the earlier passes' product p); where `R p` is at most
+/// this, the pass reads that power from a table of `R p` entries instead of multiplying two
+/// entries of the two-level table: one multiplication of about five an element fewer. At 2^24
+/// in passes of 2^8 that is the second pass of three.
+pub const MAX_LOG_SINGLE: u32 = 16;
 
 /// How a transform's passes are cut: the most points a column of one pass holds, the
 /// elements of one group's tile and the elements a thread holds in the rounds (all powers of
@@ -251,9 +262,17 @@ pub struct NttTables<D: Device> {
     roots: Powers<D>,
     inner: DeviceBuffer<D>,
     log_inner: u32,
+    /// Per pass, its single-lookup twiddle table where it has one ([`MAX_LOG_SINGLE`]).
+    singles: Vec<Option<DeviceBuffer<D>>>,
 }
 
 impl<D: Device> NttTables<D> {
+    /// How many passes read their twiddles from a single table ([`MAX_LOG_SINGLE`]); the
+    /// others make them from the two-level table.
+    pub fn single_table_passes(&self) -> usize {
+        self.singles.iter().filter(|t| t.is_some()).count()
+    }
+
     /// The tables of the transforms of 2^log_n points with root `omega` (a primitive 2^log_n-th
     /// root of unity), cut as `shape` says.
     pub fn new(
@@ -277,12 +296,27 @@ impl<D: Device> NttTables<D> {
         let w = omega.pow_vartime([1u64 << (log_n.max(log_inner) - log_inner)]);
         let inner = powers(Scalar::ONE, w, 1 << (log_inner - 1));
         let inner = gpu.upload_scratch(q, &inner, "NTT inner roots")?;
+        let mut singles = Vec::new();
+        let mut lgp = 0;
+        for d in shape.radices(log_n) {
+            let single = lgp > 0 && d + lgp <= MAX_LOG_SINGLE;
+            singles.push(if single {
+                // w^x for x < R p, w = omega^(N / (R p)).
+                let w = omega.pow_vartime([1u64 << (log_n - d - lgp)]);
+                let table = powers(Scalar::ONE, w, 1 << (d + lgp));
+                Some(gpu.upload_scratch(q, &table, "NTT pass twiddles")?)
+            } else {
+                None
+            });
+            lgp += d;
+        }
         Ok(NttTables {
             log_n,
             shape,
             roots,
             inner,
             log_inner,
+            singles,
         })
     }
 }
@@ -329,6 +363,12 @@ fn transform<D: Device>(
         let scale = scale.unwrap_or(&t.roots);
         let out = into.unwrap_or(&*tmp);
         let z = into.unwrap_or(&t.inner);
+        // The pass's twiddles w^(i k): from its single table (w = omega^(N / (R p)), exponent
+        // i k below 2^tw_s), or from the two-level table of omega (exponent (i k) N / (R p)).
+        let (tw_lo, tw_s, log_step) = match &t.singles[i] {
+            Some(table) => (table, d + lgp, 0),
+            None => (&t.roots.lo, s, log_n - d - lgp),
+        };
         q.launch(
             &gpu.names.ntt_pass[t.shape.log_per_thread as usize - 1],
             groups,
@@ -336,7 +376,7 @@ fn transform<D: Device>(
             &[
                 Arg::Buffer(x.raw()),
                 Arg::Buffer(out.raw()),
-                Arg::Buffer(t.roots.lo.raw()),
+                Arg::Buffer(tw_lo.raw()),
                 Arg::Buffer(t.roots.hi.raw()),
                 Arg::Buffer(t.inner.raw()),
                 Arg::Buffer(scale.lo.raw()),
@@ -351,6 +391,8 @@ fn transform<D: Device>(
                 Arg::U32(s),
                 Arg::U32(t.log_inner),
                 Arg::U32(mode),
+                Arg::U32(tw_s),
+                Arg::U32(log_step),
             ],
         )?;
         lgp += d;
