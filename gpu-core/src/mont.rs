@@ -8,7 +8,8 @@
 //! parity of the products' words (see `steps`), so that each chain adds a product's low and
 //! high halves to two adjacent words: NVIDIA's assembler fuses such a pair into one wide
 //! multiply-add (`IMAD.WIDE.U32.X`). The modulus's words are immediates, and the final
-//! subtraction is branch-free (`{T}_pl_reduce_once`).
+//! subtraction is branch-free (`{T}_pl_reduce_once`). Fp's product is one called function a
+//! kernel on CUDA, Fr's inlined ([`Inline`]).
 //!
 //! On sm_90 (NVRTC 13.0, `cuobjdump`): a loop of two Fp products is 904 SASS instructions and 54
 //! registers against ec-gpu-gen's 1000 and 56 (Fr: 592 and 42 against 656 and 42); the G1 and
@@ -394,16 +395,31 @@ fn ptx_chain(ops: &[Op]) -> String {
     asm
 }
 
+/// How a kernel gets the product on CUDA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inline {
+    /// Inlined at every use (Fr: the NTT's passes are small kernels).
+    Always,
+    /// One copy a kernel, called (`__noinline__`): Fp, whose curve kernels would otherwise
+    /// hold dozens of copies. Inlined, the G1 runs kernel was 8.6k instructions and its warps
+    /// stalled most for instructions not yet fetched (`ncu`: 5.6 of 13.5 cycles an
+    /// instruction); called, 2.7k, and the G1 MSM 15% faster, G2 7-8% (docs/gpu.md, call U).
+    Called,
+}
+
 /// The definition of `{name}_mul` for the modulus `p` (little-endian 32-bit words).
-pub fn mul_definition(name: &str, p: &[u32]) -> String {
+pub fn mul_definition(name: &str, p: &[u32], inline: Inline) -> String {
     let (steps, result) = steps(name, p);
     let n = p.len();
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "// a b R^-1 mod p, interleaved (generated for this modulus: see gpu-core's mont.rs).\n\
-         DEVICE {name} {name}_mul({name} a, {name} b) {{"
+        "// a b R^-1 mod p, interleaved (generated for this modulus: see gpu-core's mont.rs)."
     );
+    if inline == Inline::Called {
+        let _ = writeln!(s, "#ifdef CUDA\n__noinline__\n#endif");
+    }
+    let _ = writeln!(s, "DEVICE {name} {name}_mul({name} a, {name} b) {{");
     let vars: Vec<String> = (0..=n)
         .map(|k| format!("e{k} = 0"))
         .chain((0..n).map(|k| format!("o{k} = 0")))
@@ -576,7 +592,9 @@ mod tests {
     #[test]
     fn both_renderings_hold_the_same_operations() {
         let fr = <blstrs::Scalar as ec_gpu::GpuField>::modulus();
-        let text = mul_definition("F", &fr);
+        let text = mul_definition("F", &fr, Inline::Called);
+        assert!(text.contains("__noinline__"));
+        assert!(!mul_definition("F", &fr, Inline::Always).contains("__noinline__"));
         let (steps, _) = steps("F", &fr);
         let ops: usize = steps
             .iter()

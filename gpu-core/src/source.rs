@@ -308,7 +308,7 @@ fn sub_chain(n: usize) -> String {
 /// ec-gpu-gen's 32-bit-limb field text of `name` (modulus `p`) with the definitions in
 /// [`REPLACED`] taken out (declared where the first was) and `field.cl`'s appended, and its
 /// product replaced by [`mont::mul_definition`]'s.
-fn branch_free(text: &str, name: &str, p: &[u32]) -> String {
+fn branch_free(text: &str, name: &str, p: &[u32], inline: mont::Inline) -> String {
     let layout = |what: &str| -> ! { panic!("ec-gpu-gen's layout changed: {what} of {name}") };
     let limbs: usize = text
         .lines()
@@ -347,7 +347,7 @@ fn branch_free(text: &str, name: &str, p: &[u32]) -> String {
             .replace("{T}", name),
     );
     out.push_str("\n\n");
-    out.push_str(&mont::mul_definition(name, p));
+    out.push_str(&mont::mul_definition(name, p, inline));
     out
 }
 
@@ -385,8 +385,18 @@ impl Parts {
         let g2 = strip(&multiexp(G2Affine::x, limbs), &either(&fp2), "\n\n", "G2").to_string();
         let (fr, fp) = match limbs {
             Limbs::L32 => (
-                branch_free(&fr, &Scalar::name(), &Scalar::modulus()),
-                branch_free(&fp, &name_of(G1Affine::x), &modulus_of(G1Affine::x)),
+                branch_free(
+                    &fr,
+                    &Scalar::name(),
+                    &Scalar::modulus(),
+                    mont::Inline::Always,
+                ),
+                branch_free(
+                    &fp,
+                    &name_of(G1Affine::x),
+                    &modulus_of(G1Affine::x),
+                    mont::Inline::Called,
+                ),
             ),
             // `field.cl` is written for 32-bit limbs, which both backends use.
             Limbs::L64 => (fr, fp),
@@ -692,6 +702,7 @@ mod tests {
             "#define F_LIMBS 12\nDEVICE bool F_gte(F a, F b) { return true; }",
             "F",
             &[1, 2],
+            mont::Inline::Always,
         );
     }
 
