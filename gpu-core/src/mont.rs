@@ -63,11 +63,12 @@ struct Op {
     carry_out: bool,
 }
 
-/// A step of the product: a carry chain, or a C statement that uses no carry.
+/// A step of the product: a carry chain, or `q = t_0 (-p^-1) mod 2^32` from the variable of
+/// word 0 (plain C in both renderings: it uses no carry).
 #[derive(Debug, Clone)]
 enum Step {
     Chain(Vec<Op>),
-    C(String),
+    Quotient(String),
 }
 
 /// An accumulator: its words' rotating C variables by position, and which are known to be
@@ -97,6 +98,18 @@ impl Acc {
     }
 }
 
+/// Sets the carry to the pending `bucket` (0 or 1): `bucket + 2^32 - 1` carries out exactly
+/// when it is 1. A chain that adds to the bucket's word begins with it.
+fn carry_bucket() -> Op {
+    add(
+        "bucket",
+        Src::Var("bucket".into()),
+        Src::Imm(u32::MAX),
+        false,
+        true,
+    )
+}
+
 /// `{d} = {x} + {z} (+ carry)`.
 fn add(d: &str, x: Src, z: Src, carry_in: bool, carry_out: bool) -> Op {
     Op {
@@ -121,7 +134,7 @@ fn add(d: &str, x: Src, z: Src, carry_in: bool, carry_out: bool) -> Op {
 /// the odd part becomes the even one (its word 1 now word 0), the even part's words `2..=N`
 /// become the odd one, and its word 1 is added into the new word 0, the carry of that addition
 /// (`bucket`) going into the next chain that adds to the new word 1.
-fn steps(name: &str, p: &[u32]) -> (Vec<Step>, Vec<String>) {
+fn steps(p: &[u32]) -> (Vec<Step>, Vec<String>) {
     let n = p.len();
     assert!(n >= 2 && n % 2 == 0, "a field of an even number of words");
     assert!(
@@ -145,7 +158,7 @@ fn steps(name: &str, p: &[u32]) -> (Vec<Step>, Vec<String>) {
             std::mem::take(&mut bucket),
         );
         // q = t_0 (-p^-1) mod 2^32; t += q p makes word 0 zero.
-        out.push(Step::C(format!("q = {} * {name}_INV;", even.vars[0])));
+        out.push(Step::Quotient(even.vars[0].clone()));
         let q = Src::Var("q".into());
         row(
             &mut out,
@@ -186,13 +199,7 @@ fn steps(name: &str, p: &[u32]) -> (Vec<Step>, Vec<String>) {
     // The result: even + odd (one word up) + bucket (into word 1), below 2p < R: N words.
     let mut fin = Vec::new();
     if bucket {
-        fin.push(add(
-            "bucket",
-            Src::Var("bucket".into()),
-            Src::Imm(u32::MAX),
-            false,
-            true,
-        ));
+        fin.push(carry_bucket());
     }
     for k in 1..n {
         let d = even.vars[k].clone();
@@ -268,13 +275,7 @@ fn row(
     } else {
         let mut chain = Vec::new();
         if bucket {
-            chain.push(add(
-                "bucket",
-                Src::Var("bucket".into()),
-                Src::Imm(u32::MAX),
-                false,
-                true,
-            ));
+            chain.push(carry_bucket());
         }
         for j in (1..n).step_by(2) {
             for (kind, d) in [(Kind::MadLo, j - 1), (Kind::MadHi, j)] {
@@ -409,7 +410,7 @@ pub enum Inline {
 
 /// The definition of `{name}_mul` for the modulus `p` (little-endian 32-bit words).
 pub fn mul_definition(name: &str, p: &[u32], inline: Inline) -> String {
-    let (steps, result) = steps(name, p);
+    let (steps, result) = steps(p);
     let n = p.len();
     let mut s = String::new();
     let _ = writeln!(
@@ -431,8 +432,8 @@ pub fn mul_definition(name: &str, p: &[u32], inline: Inline) -> String {
             Step::Chain(ops) => {
                 let _ = writeln!(s, "  {}", ptx_chain(ops));
             }
-            Step::C(c) => {
-                let _ = writeln!(s, "  {c}");
+            Step::Quotient(t0) => {
+                let _ = writeln!(s, "  q = {t0} * {name}_INV;");
             }
         }
     }
@@ -444,8 +445,8 @@ pub fn mul_definition(name: &str, p: &[u32], inline: Inline) -> String {
                     let _ = writeln!(s, "  {}", c_op(op));
                 }
             }
-            Step::C(c) => {
-                let _ = writeln!(s, "  {c}");
+            Step::Quotient(t0) => {
+                let _ = writeln!(s, "  q = {t0} * {name}_INV;");
             }
         }
     }
@@ -465,7 +466,7 @@ mod tests {
     /// against arbitrary-precision arithmetic.
     fn run(p: &[u32], inv: u32, a: &[u32], b: &[u32]) -> Vec<u32> {
         use std::collections::HashMap;
-        let (steps, result) = steps("F", p);
+        let (steps, result) = steps(p);
         let mut vars: HashMap<String, u32> = HashMap::new();
         for (j, (x, y)) in a.iter().zip(b).enumerate() {
             vars.insert(format!("a.val[{j}]"), *x);
@@ -483,11 +484,7 @@ mod tests {
         let mut cc = 0u64;
         for step in &steps {
             match step {
-                Step::C(c) => {
-                    let t0 = c
-                        .strip_prefix("q = ")
-                        .and_then(|r| r.split(' ').next())
-                        .expect("the only C step is q's");
+                Step::Quotient(t0) => {
                     vars.insert("q".into(), vars[t0].wrapping_mul(inv));
                 }
                 Step::Chain(ops) => {
@@ -523,11 +520,6 @@ mod tests {
         result.iter().map(|v| vars[v]).collect()
     }
 
-    /// The modulus of the field a coordinate accessor returns (blstrs keeps Fp private).
-    fn modulus_of<F: ec_gpu::GpuField, C>(_coordinate: fn(&C) -> F) -> Vec<u32> {
-        F::modulus()
-    }
-
     fn to_big(w: &[u32]) -> num_bigint::BigUint {
         num_bigint::BigUint::from_slice(w)
     }
@@ -540,7 +532,7 @@ mod tests {
         let mut rng = rand::rngs::StdRng::from_entropy();
         for p in [
             blstrs::Scalar::modulus(),
-            modulus_of(blstrs::G1Affine::x),
+            crate::source::modulus_of(blstrs::G1Affine::x),
             vec![0xffff_fff1, 0x7fff_ffff],
         ] {
             let n = p.len();
@@ -586,7 +578,7 @@ mod tests {
     #[should_panic(expected = "p < R / 2")]
     fn a_modulus_past_half_the_words_range_is_refused() {
         // The twin: the bounds fail for p >= R / 2, whose accumulator could carry out.
-        steps("F", &[1, 0x8000_0000]);
+        steps(&[1, 0x8000_0000]);
     }
 
     #[test]
@@ -595,12 +587,12 @@ mod tests {
         let text = mul_definition("F", &fr, Inline::Called);
         assert!(text.contains("__noinline__"));
         assert!(!mul_definition("F", &fr, Inline::Always).contains("__noinline__"));
-        let (steps, _) = steps("F", &fr);
+        let (steps, _) = steps(&fr);
         let ops: usize = steps
             .iter()
             .map(|s| match s {
                 Step::Chain(ops) => ops.len(),
-                Step::C(_) => 0,
+                Step::Quotient(_) => 0,
             })
             .sum();
         let (cuda, c) = text.split_once("#else").expect("two renderings");

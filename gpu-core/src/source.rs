@@ -222,8 +222,9 @@ fn name_of<F: GpuName, C>(_coordinate: fn(&C) -> F) -> String {
     F::name()
 }
 
-/// The modulus (32-bit words) of the field a coordinate accessor returns.
-fn modulus_of<F: GpuField, C>(_coordinate: fn(&C) -> F) -> Vec<u32> {
+/// The modulus (32-bit words) of the field a coordinate accessor returns (blstrs does not
+/// export its base fields).
+pub(crate) fn modulus_of<F: GpuField, C>(_coordinate: fn(&C) -> F) -> Vec<u32> {
     F::modulus()
 }
 
