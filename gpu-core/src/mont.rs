@@ -11,10 +11,10 @@
 //! subtraction is branch-free (`{T}_pl_reduce_once`). Fp's product is one called function a
 //! kernel on CUDA, Fr's inlined ([`Inline`]).
 //!
-//! On sm_90 (NVRTC 13.0, `cuobjdump`): a loop of two Fp products is 904 SASS instructions and 54
-//! registers against ec-gpu-gen's 1000 and 56 (Fr: 592 and 42 against 656 and 42); the G1 and
-//! G2 MSMs' runs kernels spill less (G2's stack 440 -> 376 bytes), and the program compiles in
-//! a third of the time. Splitting each row into a chain of low halves and one of high halves
+//! On sm_90 (NVRTC 13.0, `cuobjdump`), inlined: a loop of two Fp products is 904 SASS
+//! instructions and 54 registers against ec-gpu-gen's 1000 and 56 (Fr: 592 and 42 against 656
+//! and 42); the G1 and G2 MSMs' runs kernels spill less (G2's stack 440 -> 376 bytes), and the
+//! program compiles in a third of the time (with Fp's called, in a tenth). Splitting each row into a chain of low halves and one of high halves
 //! instead (tried first) cost 2.5x the instructions: the assembler cannot fuse halves that sit
 //! in different chains.
 //!
