@@ -1,20 +1,18 @@
 // proofline's NTT over Fr: a Stockham transform (natural order in and out, out of place) in
-// passes of up to 2^10 points, one kernel per pass. A pass takes a tile of `C` consecutive
-// columns of `R = 2^d` rows and runs the radix-2 rounds of the columns' R-point DFTs G at a time
-// in registers (2^G elements a thread). A thread reads its slots of the first G rounds straight
-// from global memory (all its loads issued before its first multiplication) and multiplies each
-// by its twiddle (read from a table of the pass's root's powers where that table is small, else
-// made from a two-level table of omega's powers with one multiplication; no `pow` per thread);
-// between groups of rounds the slots go through group-local memory; the last group's results
-// are stored straight to their output addresses. The local memory keeps one plane per limb,
-// padded one word in 32, so that threads touching adjacent or strided elements hit distinct
-// banks. Every element is 32 bytes, one memory sector, so reading or writing it alone wastes no
-// bandwidth.
+// passes of up to 2^10 points, one kernel per pass. A pass reads a tile of `C` consecutive
+// columns of `R = 2^d` rows (coalesced: the columns are adjacent in memory), multiplies each
+// element by its twiddle (read from a table of the pass's root's powers where that table is
+// small, else made from a two-level table of omega's powers with one multiplication; no `pow`
+// per thread), runs the radix-2 rounds of the columns' R-point DFTs G at a time in
+// registers (2^G elements a thread), exchanging through group-local memory between them, and
+// stores the columns' outputs in runs of adjacent addresses. The local memory keeps one plane
+// per limb, padded one word in 32, so that threads touching adjacent or strided elements hit
+// distinct banks.
 //
 // For column j (k = j mod p, p = the product of the earlier passes' radices, t = N / R) the pass
 // computes U_f = sum_i x[j + i t] w^(i k) W^(i f) with w = omega^(t / p), W = omega^t, and
 // stores it at (j - k) R + k + f p. The rounds are decimation in frequency, so the column ends
-// in bit-reversed order: the slot at row `at` holds U_f for f = bitreverse(at).
+// in bit-reversed order; the store reads it back in order.
 //
 // The last pass of a transform can finish the H pipeline's element-wise steps as it stores
 // (`mode`): scale by a table of g^a c (the move to or from the coset), multiply into another
@@ -71,17 +69,6 @@ DEVICE uint {FR}_ntt_slot(uint q, uint m, uint g, uint shift) {
 
 // ---- per G ----
 
-// Where slot `m` of thread `tid` sits in a group of `g` rounds of a tile of `size` elements
-// (columns of 2^d, rows `shift` apart in the group): its column `c` and its row `at`; false
-// where the slot holds no element (a tile smaller than the group's threads times 2^G).
-DEVICE bool {FR}_ntt_place_g{G}(uint tid, uint m, uint g, uint d, uint shift, uint size,
-                                uint *c, uint *at) {
-  const uint gq = tid * ((1u << {G}) >> g) + (m >> g);
-  *c = gq >> (d - g);
-  *at = {FR}_ntt_slot(gq & ((1u << (d - g)) - 1), m, g, shift);
-  return gq < (size >> g);
-}
-
 // One pass: see above. The kernel is written once per G, the log2 of the elements a thread
 // holds in the rounds (fewer elements, fewer registers: more threads fit on a multiprocessor).
 // `tw_lo`/`tw_hi`: the pass's twiddles w^(i k) as powers of omega (two-level, split at `tw_s`,
@@ -114,37 +101,31 @@ KERNEL void {FR}_ntt_pass_g{G}(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_l
   const uint p = 1u << lgp;
   const uint j0 = group << log_c;
 
-  // The rounds, G at a time in registers. A thread's slots in the first group of rounds are
-  // read straight from global memory (every load issued before the first multiplication, so
-  // their latencies overlap) and take their twiddles there; the last group's results are
-  // stored straight to global memory, each at its output's address. Between groups the slots
-  // go through local memory. A pass of radix 1 (d = 0) runs one group of no rounds: a copy.
-  uint r0 = 0;
-  do {
+  for (uint o = tid; o < size; o += threads) {
+    const uint c = o & (cols - 1);
+    const uint i = o >> log_c;
+    const uint j = j0 + c;
+    {FR} v = x[j + i * t];
+    const uint e = (i * (j & (p - 1))) << log_step;
+    if (e != 0) v = {FR}_mul(v, {FR}_ntt_power(tw_lo, tw_hi, e, tw_s));
+    {FR}_ntt_put(sh, plane, (c << d) + i, v);
+  }
+  BARRIER_LOCAL();
+
+  for (uint r0 = 0; r0 < d; r0 += {G}) {
     const uint g = min((uint){G}, d - r0);
     const uint shift = d - r0 - g;
+    const uint groups = size >> g;
+    const uint per_col = 1u << (d - g);
     {FR} u[(1u << {G})];
-    uint c, at;
-    if (r0 == 0) {
 #pragma unroll
-      for (uint m = 0; m < (1u << {G}); m++) {
-        u[m] = {FR}_ZERO;
-        if ({FR}_ntt_place_g{G}(tid, m, g, d, shift, size, &c, &at)) u[m] = x[j0 + c + at * t];
-      }
-#pragma unroll
-      for (uint m = 0; m < (1u << {G}); m++) {
-        if ({FR}_ntt_place_g{G}(tid, m, g, d, shift, size, &c, &at)) {
-          const uint e = (at * ((j0 + c) & (p - 1))) << log_step;
-          if (e != 0) u[m] = {FR}_mul(u[m], {FR}_ntt_power(tw_lo, tw_hi, e, tw_s));
-        }
-      }
-    } else {
-#pragma unroll
-      for (uint m = 0; m < (1u << {G}); m++) {
-        u[m] = {FR}_ZERO;
-        if ({FR}_ntt_place_g{G}(tid, m, g, d, shift, size, &c, &at)) {
-          u[m] = {FR}_ntt_get(sh, plane, (c << d) + at);
-        }
+    for (uint m = 0; m < (1u << {G}); m++) {
+      const uint gq = tid * ((1u << {G}) >> g) + (m >> g);
+      u[m] = {FR}_ZERO;
+      if (gq < groups) {
+        const uint c = gq >> (d - g);
+        const uint at = {FR}_ntt_slot(gq & (per_col - 1), m, g, shift);
+        u[m] = {FR}_ntt_get(sh, plane, (c << d) + at);
       }
     }
 #pragma unroll
@@ -155,8 +136,9 @@ KERNEL void {FR}_ntt_pass_g{G}(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_l
 #pragma unroll
         for (uint m = 0; m < (1u << {G}); m++) {
           if ((m & (1u << hb)) == 0) {
-            {FR}_ntt_place_g{G}(tid, m, g, d, shift, size, &c, &at);
-            const uint di = at & (bit - 1);
+            const uint gq = tid * ((1u << {G}) >> g) + (m >> g);
+            const uint i0 = {FR}_ntt_slot(gq & (per_col - 1), m, g, shift);
+            const uint di = i0 & (bit - 1);
             const {FR} a = u[m];
             const {FR} b = u[m + (1u << hb)];
             u[m] = {FR}_add(a, b);
@@ -167,42 +149,40 @@ KERNEL void {FR}_ntt_pass_g{G}(GLOBAL {FR} *x, GLOBAL {FR} *y, GLOBAL {FR} *tw_l
         }
       }
     }
-    r0 += g;
-    if (r0 < d) {
-      if (r0 > g) BARRIER_LOCAL();
+    BARRIER_LOCAL();
 #pragma unroll
-      for (uint m = 0; m < (1u << {G}); m++) {
-        if ({FR}_ntt_place_g{G}(tid, m, g, d, shift, size, &c, &at)) {
-          {FR}_ntt_put(sh, plane, (c << d) + at, u[m]);
-        }
-      }
-      BARRIER_LOCAL();
-    } else {
-      // The column's rounds are done: the slot at row `at` holds output bitreverse(at).
-#pragma unroll
-      for (uint m = 0; m < (1u << {G}); m++) {
-        if ({FR}_ntt_place_g{G}(tid, m, g, d, shift, size, &c, &at)) {
-          const uint j = j0 + c;
-          const uint kk = j & (p - 1);
-          const uint a = ((j - kk) << d) + kk + (bitreverse(at, d) << lgp);
-          // Every finishing mode is one multiplication (v by the scale, by z[a], or z[a] - v
-          // by k), written once so the unrolled slots hold one product each.
-          {FR} v = u[m];
-          if (mode != PL_NTT_STORE) {
-            {FR} factor = k;
-            if (mode == PL_NTT_SCALE || mode == PL_NTT_SCALE_CANONICAL) {
-              factor = {FR}_ntt_power(sc_lo, sc_hi, a, s);
-            } else if (mode == PL_NTT_MUL_INTO) {
-              factor = z[a];
-            } else {
-              v = {FR}_sub(z[a], v);
-            }
-            v = {FR}_mul(v, factor);
-            if (mode == PL_NTT_SCALE_CANONICAL) v = {FR}_unmont(v);
-          }
-          y[a] = v;
-        }
+    for (uint m = 0; m < (1u << {G}); m++) {
+      const uint gq = tid * ((1u << {G}) >> g) + (m >> g);
+      if (gq < groups) {
+        const uint c = gq >> (d - g);
+        const uint at = {FR}_ntt_slot(gq & (per_col - 1), m, g, shift);
+        {FR}_ntt_put(sh, plane, (c << d) + at, u[m]);
       }
     }
-  } while (r0 < d);
+    BARRIER_LOCAL();
+  }
+
+  for (uint o = tid; o < size; o += threads) {
+    uint c, f;
+    if (log_c <= lgp) {
+      c = o & (cols - 1);
+      f = o >> log_c;
+    } else {
+      c = (o & (p - 1)) | ((o >> (lgp + d)) << lgp);
+      f = (o >> lgp) & ((1u << d) - 1);
+    }
+    const uint j = j0 + c;
+    const uint kk = j & (p - 1);
+    const uint a = ((j - kk) << d) + kk + (f << lgp);
+    {FR} v = {FR}_ntt_get(sh, plane, (c << d) + bitreverse(f, d));
+    if (mode == PL_NTT_SCALE || mode == PL_NTT_SCALE_CANONICAL) {
+      v = {FR}_mul(v, {FR}_ntt_power(sc_lo, sc_hi, a, s));
+      if (mode == PL_NTT_SCALE_CANONICAL) v = {FR}_unmont(v);
+    } else if (mode == PL_NTT_MUL_INTO) {
+      v = {FR}_mul(z[a], v);
+    } else if (mode == PL_NTT_SUB_INTO) {
+      v = {FR}_mul({FR}_sub(z[a], v), k);
+    }
+    y[a] = v;
+  }
 }

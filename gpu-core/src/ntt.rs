@@ -101,7 +101,7 @@ pub struct NttShape {
     /// log2 of a group's tile (columns times radix).
     pub log_tile: u32,
     /// log2 of the elements a thread holds in the rounds (G: 1 to [`NTT_MAX_G`]); a pass takes
-    /// ceil(radix / G) - 1 exchanges through local memory.
+    /// ceil(radix / G) exchanges through local memory.
     pub log_per_thread: u32,
 }
 
