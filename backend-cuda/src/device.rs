@@ -18,7 +18,7 @@ use cudarc::driver::sys::{
     CUdevice_attribute, CUdeviceptr, CUevent, CUevent_flags, CUevent_wait_flags, CUstream,
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
-use gpu_core::device::{Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
+use gpu_core::device::{check_aligned, Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
 use gpu_core::trace::{QueueSpan, Recorder};
 use prover_core::SpanKind;
 
@@ -210,12 +210,14 @@ impl Device for CudaDevice {
             "allocating {bytes} bytes on {}",
             self.info.name
         )))?;
-        Ok(CuBuffer {
+        let buffer = CuBuffer {
             ptr,
             ctx: self.ctx.clone(),
             stream: None,
             allocated: None,
-        })
+        };
+        check_aligned(buffer.ptr, "allocating")?;
+        Ok(buffer)
     }
 
     fn alloc_on(&self, queue: &mut CudaQueue, bytes: usize) -> DeviceResult<CuBuffer> {
@@ -237,6 +239,7 @@ impl Device for CudaDevice {
             stream: Some(queue.stream.clone()),
             allocated: None,
         };
+        check_aligned(buffer.ptr, "allocating")?;
         let allocated = Event::plain()?;
         // SAFETY: a live event recorded on the queue's live stream, after the allocation.
         unsafe { cu::event::record(allocated.0, queue.stream.cu_stream()) }

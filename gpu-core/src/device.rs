@@ -29,6 +29,24 @@ pub struct DeviceInfo {
     pub program_from_cache: bool,
 }
 
+/// The alignment, in bytes, that every device buffer's start must have: the CUDA kernels read
+/// and write 32-byte field elements in 16-byte accesses (`ntt.cl`'s `_ntt_read`). The drivers'
+/// allocations are aligned to 256 bytes; a backend refuses a buffer that is not aligned to this.
+pub const BUFFER_ALIGN: u64 = 32;
+
+/// Whether a buffer starting at device address `address` meets [`BUFFER_ALIGN`] (else the error
+/// that says so).
+pub fn check_aligned(address: u64, during: &str) -> DeviceResult<()> {
+    if address % BUFFER_ALIGN == 0 {
+        Ok(())
+    } else {
+        Err(DeviceError::new(
+            during,
+            format!("the buffer starts at {address:#x}, not on a {BUFFER_ALIGN}-byte boundary"),
+        ))
+    }
+}
+
 /// A device error: what the API said, and what was being done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceError {
@@ -214,5 +232,22 @@ pub fn bytes_of_mut<T: DeviceCopy>(values: &mut [T]) -> &mut [u8] {
     // SAFETY: as above, and every byte pattern the kernels write is a valid `T`.
     unsafe {
         std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), std::mem::size_of_val(values))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_on_the_alignment_pass_and_others_are_refused() {
+        for address in [0u64, 32, 256, 0x7f00_0000_0000] {
+            assert_eq!(check_aligned(address, "alloc"), Ok(()), "{address:#x}");
+        }
+        for address in [16u64, 8, 0x7f00_0000_0010] {
+            let e = check_aligned(address, "alloc").unwrap_err();
+            assert_eq!(e.during, "alloc");
+            assert!(e.detail.contains("32-byte boundary"), "{e}");
+        }
     }
 }
