@@ -198,36 +198,14 @@ DEVICE {P}_jacobian {P}_xyzz_to_jacobian({P}_xyzz a) {
   return r;
 }
 
-// A base read whole, and whether it is the identity (every word zero). On CUDA in 16-byte
-// accesses (an affine point is 96 or 192 bytes and every buffer starts on a 32-byte boundary,
-// `BUFFER_ALIGN`), a sixth of the load instructions of a read word by word.
-DEVICE {P}_affine {P}_pl_read(GLOBAL {P}_affine *b, bool *identity) {
-#ifdef CUDA
-  union {
-    uint4 q[sizeof({P}_affine) / 16];
-    {P}_affine p;
-  } u;
-  const uint4 *at = (const uint4 *)b;
-  uint any = 0;
-#pragma unroll
-  for (uint i = 0; i < sizeof({P}_affine) / 16; i++) {
-    u.q[i] = at[i];
-    any |= u.q[i].x | u.q[i].y | u.q[i].z | u.q[i].w;
-  }
-  *identity = any == 0;
-  return u.p;
-#else
-  *identity = {P}_is_identity(b);
-  return *b;
-#endif
-}
-
 // Entry j's base (term `first + (v & 0x7fffffff)` of the sorted value v, through idx with
 // `gather`), negated for a negative digit; `*skip` is set for an identity base.
 DEVICE {P}_affine {P}_pl_base(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint gather,
                               uint first, uint v, bool *skip) {
   const uint term = first + (v & 0x7fffffffu);
-  {P}_affine p = {P}_pl_read(bases + (gather ? idx[term] : term), skip);
+  GLOBAL {P}_affine *b = bases + (gather ? idx[term] : term);
+  *skip = {P}_is_identity(b);
+  {P}_affine p = *b;
   if (v >> 31) {
     const {F} fzero = {F}_ZERO;
     p.y = {F}_sub(fzero, p.y);
