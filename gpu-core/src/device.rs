@@ -31,7 +31,8 @@ pub struct DeviceInfo {
 
 /// The alignment, in bytes, that every device buffer's start must have: the CUDA kernels read
 /// and write 32-byte field elements in 16-byte accesses (`ntt.cl`'s `_ntt_read`). The drivers'
-/// allocations are aligned to 256 bytes; a backend refuses a buffer that is not aligned to this.
+/// allocations are aligned to 256 bytes; the CUDA backend refuses one that is not aligned to
+/// this (OpenCL's kernels read word by word and need no more than the word's alignment).
 pub const BUFFER_ALIGN: u64 = 32;
 
 /// Whether a buffer starting at device address `address` meets [`BUFFER_ALIGN`] (else the error
