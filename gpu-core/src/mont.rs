@@ -14,9 +14,9 @@
 //! On sm_90 (NVRTC 13.0, `cuobjdump`), inlined: a loop of two Fp products is 904 SASS
 //! instructions and 54 registers against ec-gpu-gen's 1000 and 56 (Fr: 592 and 42 against 656
 //! and 42); the G1 and G2 MSMs' runs kernels spill less (G2's stack 440 -> 376 bytes), and the
-//! program compiles in a third of the time (with Fp's called, in a tenth). Splitting each row into a chain of low halves and one of high halves
-//! instead (tried first) cost 2.5x the instructions: the assembler cannot fuse halves that sit
-//! in different chains.
+//! program compiles in a third of the time (with Fp's called, in a tenth). Splitting each row
+//! into a chain of low halves and one of high halves instead (tried first) cost 2.5x the
+//! instructions: the assembler cannot fuse halves that sit in different chains.
 //!
 //! The same sequence of operations is written twice: as PTX carry chains for CUDA (one `asm`
 //! statement per chain), and as C with the carry in a variable for every other compiler, so that
@@ -323,6 +323,14 @@ fn c_op(op: &Op) -> String {
     s
 }
 
+/// How a rendering writes a carry chain.
+type RenderChain = fn(&[Op]) -> String;
+
+/// A chain as C: its operations one after the other, a line each.
+fn c_chain(ops: &[Op]) -> String {
+    ops.iter().map(c_op).collect::<Vec<_>>().join("\n  ")
+}
+
 /// A chain as one PTX `asm` statement (its variables as operands, immediates inline).
 fn ptx_chain(ops: &[Op]) -> String {
     let mut outs: Vec<String> = Vec::new();
@@ -426,27 +434,21 @@ pub fn mul_definition(name: &str, p: &[u32], inline: Inline) -> String {
         .chain((0..n).map(|k| format!("o{k} = 0")))
         .collect();
     let _ = writeln!(s, "  uint {}, bucket = 0, q;", vars.join(", "));
-    let _ = writeln!(s, "#ifdef CUDA");
-    for step in &steps {
-        match step {
-            Step::Chain(ops) => {
-                let _ = writeln!(s, "  {}", ptx_chain(ops));
-            }
-            Step::Quotient(t0) => {
-                let _ = writeln!(s, "  q = {t0} * {name}_INV;");
-            }
-        }
-    }
-    let _ = writeln!(s, "#else\n  ulong w;\n  uint cc;");
-    for step in &steps {
-        match step {
-            Step::Chain(ops) => {
-                for op in ops {
-                    let _ = writeln!(s, "  {}", c_op(op));
+    // The same steps twice: PTX chains for CUDA, C with an explicit carry elsewhere.
+    let renderings: [(&str, RenderChain); 2] = [
+        ("#ifdef CUDA", ptx_chain),
+        ("#else\n  ulong w;\n  uint cc;", c_chain),
+    ];
+    for (head, chain) in renderings {
+        let _ = writeln!(s, "{head}");
+        for step in &steps {
+            match step {
+                Step::Chain(ops) => {
+                    let _ = writeln!(s, "  {}", chain(ops));
                 }
-            }
-            Step::Quotient(t0) => {
-                let _ = writeln!(s, "  q = {t0} * {name}_INV;");
+                Step::Quotient(t0) => {
+                    let _ = writeln!(s, "  q = {t0} * {name}_INV;");
+                }
             }
         }
     }
