@@ -52,16 +52,21 @@ DEVICE void {FR}_ntt_put(PL_SHARED {FR}_limb *sh, uint plane, uint i, {FR} v) {
   for (uint l = 0; l < {FR}_LIMBS; l++) sh[l * plane + at] = v.val[l];
 }
 
+#ifdef CUDA
+// An element as its two 16-byte halves.
+typedef union {
+  uint4 q[2];
+  {FR} v;
+} {FR}_ntt_halves;
+#endif
+
 // Element i of a global vector. On CUDA in two 16-byte accesses instead of one per limb (the
 // elements are 32 bytes and every buffer starts on a 32-byte boundary: `BUFFER_ALIGN`, which
 // the CUDA backend checks at allocation): a quarter of the load instructions with 32-bit limbs.
 // On the H200 the NTT took 15% less time at 2^24 (docs/gpu.md, twentieth session, call X).
 DEVICE {FR} {FR}_ntt_read(GLOBAL {FR} *x, uint i) {
 #ifdef CUDA
-  union {
-    uint4 q[2];
-    {FR} v;
-  } u;
+  {FR}_ntt_halves u;
   const uint4 *at = (const uint4 *)(x + i);
   u.q[0] = at[0];
   u.q[1] = at[1];
@@ -74,10 +79,7 @@ DEVICE {FR} {FR}_ntt_read(GLOBAL {FR} *x, uint i) {
 // Writes element i of a global vector (on CUDA in two 16-byte accesses, as above).
 DEVICE void {FR}_ntt_write(GLOBAL {FR} *y, uint i, {FR} v) {
 #ifdef CUDA
-  union {
-    uint4 q[2];
-    {FR} v;
-  } u;
+  {FR}_ntt_halves u;
   u.v = v;
   uint4 *at = (uint4 *)(y + i);
   at[0] = u.q[0];
