@@ -6,6 +6,8 @@ use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
+use crate::public::random_scalar;
+
 /// The `dense` workload: a chain of constraints where every constraint touches all three
 /// linear combinations and the witness values are spread over the whole field (the worst case
 /// for the MSMs: no 0/1 scalars to skip).
@@ -58,7 +60,7 @@ impl DenseCircuit {
         match self.witness_seed {
             Some(seed) => {
                 let mut rng = ChaCha20Rng::seed_from_u64(seed);
-                (0..self.inputs).map(|_| Scalar::random(&mut rng)).collect()
+                (0..self.inputs).map(|_| random_scalar(&mut rng)).collect()
             }
             None => Vec::new(),
         }
@@ -72,9 +74,9 @@ impl Circuit<Scalar> for DenseCircuit {
             Some(seed) => {
                 let mut rng = ChaCha20Rng::seed_from_u64(seed);
                 let inputs: Vec<Scalar> =
-                    (0..self.inputs).map(|_| Scalar::random(&mut rng)).collect();
-                let z0 = Scalar::random(&mut rng);
-                let z1 = Scalar::random(&mut rng);
+                    (0..self.inputs).map(|_| random_scalar(&mut rng)).collect();
+                let z0 = random_scalar(&mut rng);
+                let z1 = random_scalar(&mut rng);
                 (Some(inputs), Some((z0, z1)))
             }
             None => (None, None),
@@ -103,9 +105,9 @@ impl Circuit<Scalar> for DenseCircuit {
         let mut y = alloc(cs, 0, start.map(|s| s.0))?;
         let mut x = alloc(cs, 1, start.map(|s| s.1))?;
         for i in 0..self.constraints {
-            let alpha = Scalar::random(&mut shape);
-            let beta = Scalar::random(&mut shape);
-            let gamma = Scalar::random(&mut shape);
+            let alpha = random_scalar(&mut shape);
+            let beta = random_scalar(&mut shape);
+            let gamma = random_scalar(&mut shape);
             let p = if inputs.is_empty() {
                 None
             } else {

@@ -36,6 +36,7 @@ pub mod permit;
 pub mod plan;
 pub mod proof;
 pub mod prove;
+pub mod public;
 pub mod replay;
 pub mod sampler;
 pub mod stages;
@@ -43,6 +44,7 @@ pub mod synthesize;
 pub mod synthetic;
 pub mod trace;
 pub mod verify;
+pub mod write_behind;
 
 pub use bellpepper_core;
 pub use blstrs;

@@ -11,6 +11,7 @@ use blstrs::{G1Affine, G2Affine};
 
 use crate::encoding::{write_point, write_points, PointCheck, ReadSource, SliceSource, Source};
 use crate::error::{Error, Result};
+use crate::write_behind::WriteBehind;
 
 /// The Groth16 verifying key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -323,10 +324,11 @@ pub fn remove_stale_temporaries(path: &Path) -> usize {
 
 /// Writes a file through a buffered temporary file in the same folder, synced and renamed into
 /// place, so that a reader never sees half a file and concurrent writers of the same file do not
-/// collide; the temporary file is removed on error.
+/// collide; the temporary file is removed on error. The file goes to its disk while it is
+/// written ([`WriteBehind`]), so the closing sync waits for its last few hundred MiB only.
 pub fn write_atomically<T>(
     path: &Path,
-    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<T>,
+    write: impl FnOnce(&mut std::io::BufWriter<WriteBehind>) -> Result<T>,
 ) -> Result<T> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let unique = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -339,8 +341,8 @@ pub fn write_atomically<T>(
     let tmp = path.with_file_name(tmp_name);
     let ctx = |what: &str| format!("{what} {}", tmp.display());
     let file = std::fs::File::create(&tmp).map_err(|e| Error::io(ctx("creating"), e))?;
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-    let finish = |w: std::io::BufWriter<std::fs::File>| -> Result<()> {
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, WriteBehind::new(file));
+    let finish = |w: std::io::BufWriter<WriteBehind>| -> Result<()> {
         let file = w
             .into_inner()
             .map_err(|e| Error::io(ctx("flushing"), e.into_error()))?;

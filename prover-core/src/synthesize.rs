@@ -378,7 +378,7 @@ fn eval(
         values: &[Scalar],
     ) {
         for (&index, coeff) in it {
-            if bool::from(coeff.is_zero()) {
+            if crate::public::is_zero(coeff) {
                 continue;
             }
             let v = values[index];

@@ -74,7 +74,7 @@ impl ConstraintSystem<Scalar> for KeypairAssembly {
         ];
         for (lc, terms) in lcs.iter().zip(self.terms.iter_mut()) {
             for (var, coeff) in lc.iter() {
-                if bool::from(coeff.is_zero()) {
+                if crate::public::is_zero(coeff) {
                     continue;
                 }
                 let var = match var.get_unchecked() {

@@ -61,12 +61,12 @@ impl Recorder {
     fn row(&mut self, which: usize, lc: &LinearCombination<Scalar>) {
         let mut entries = Vec::with_capacity(lc.len());
         for (&i, coeff) in lc.iter_inputs() {
-            if !bool::from(coeff.is_zero()) {
+            if !crate::public::is_zero(coeff) {
                 entries.push((self.column(i, 0), self.code(coeff)));
             }
         }
         for (&j, coeff) in lc.iter_aux() {
-            if !bool::from(coeff.is_zero()) {
+            if !crate::public::is_zero(coeff) {
                 entries.push((self.column(j, AUX_TAG), self.code(coeff)));
             }
         }
