@@ -15,6 +15,7 @@ use gpu_core::device::{bytes_of_mut, Arg, Device};
 use gpu_core::msm::{query_msm, scanned_msm, Bases, MsmKernel, Scan};
 use gpu_core::ntt::{
     ntt, ntt_with, quotient, table_bytes_bound, HPipeline, NttMode, NttShape, NttTables,
+    MAX_LOG_SINGLE,
 };
 pub use gpu_core::Faults;
 use gpu_core::{GpuAccelerator, GpuDevice, Queue};
@@ -106,25 +107,30 @@ pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
             log_per_thread: 1,
         },
     ];
-    {
-        // 2^17 in passes of 2^3 (and one of 2^2): the passes after the first read single
-        // tables up to 2^16 entries, the last (2^17) the two-level table.
+    // 2^17 in passes of 2^3 (and one of 2^2): with single tables up to 2^16 entries the passes
+    // after the first read them, the last (2^17) the two-level table; with the default limit
+    // every pass after the first reads a single table.
+    for (limit, singles) in [(16, 4), (MAX_LOG_SINGLE, 5)] {
         let log = 17;
         let d = Domain::new(log).unwrap();
         let v = random_scalars(d.size(), &mut rng);
         let mut want = v.clone();
         cpu_ntt(&mut want, d.omega);
         let shape = shapes[1];
-        let tables = NttTables::new(gpu, &mut q, log, d.omega, shape).unwrap();
+        let tables = NttTables::with_single_limit(gpu, &mut q, log, d.omega, shape, limit).unwrap();
         assert_eq!(shape.radices(log).len(), 6);
-        assert_eq!(tables.single_table_passes(), 4, "passes 2 to 5");
+        assert_eq!(
+            tables.single_table_passes(),
+            singles,
+            "single tables up to 2^{limit}"
+        );
         let mut x = gpu.upload(&mut q, &v, "x").unwrap();
         let mut t = gpu.alloc(d.size() as u64 * 32, "t").unwrap();
         ntt_with(gpu, &mut q, &mut x, &mut t, &tables).unwrap();
         assert_eq!(
             read_scalars(&mut q, &x, d.size()),
             want,
-            "NTT 2^17 {shape:?}"
+            "NTT 2^17 {shape:?}, single tables up to 2^{limit}"
         );
     }
     for log in sizes().ntt_logs {

@@ -83,13 +83,16 @@ pub fn table_bytes_bound(log_n: u32) -> u64 {
     (4 * powers + 2 * (1u64 << (MAX_LOG_TILE - 1)) + 2 * singles) * FR
 }
 
-/// The largest single-lookup twiddle table of a pass, log2 of its entries (2^16: 2 MiB, which
-/// stays in the L2 cache). A pass after the first multiplies element `i` of column `k` by
-/// `w^(i k)`, `i k < R p` (its radix R, the earlier passes' product p); where `R p` is at most
-/// this, the pass reads that power from a table of `R p` entries instead of multiplying two
-/// entries of the two-level table: one multiplication of about five an element fewer. At 2^24
-/// in passes of 2^8 that is the second pass of three.
-pub const MAX_LOG_SINGLE: u32 = 16;
+/// The largest single-lookup twiddle table of a pass, log2 of its entries (2^24: 512 MiB). A
+/// pass after the first multiplies element `i` of column `k` by `w^(i k)`, `i k < R p` (its
+/// radix R, the earlier passes' product p); where `R p` is at most this, the pass reads that
+/// power from a table of `R p` entries instead of multiplying two entries of the two-level
+/// table: one multiplication of about five an element fewer, for one more 32-byte read. At
+/// 2^24 in passes of 2^8 that is the second and third pass of three, at 2^27 the second and
+/// third of four. Raised from 2^16 (tables that stay in the L2 cache) on the H200 measure: the
+/// passes wait on their multiplications, not on memory; NTT 2^24 5.45 -> 5.17 ms, 2^27 54.4 ->
+/// 52.2 ms, H pipeline 2^27 408 -> 393 ms (docs/gpu.md, twenty-first session, call AB).
+pub const MAX_LOG_SINGLE: u32 = 24;
 
 /// How a transform's passes are cut: the most points a column of one pass holds, the
 /// elements of one group's tile and the elements a thread holds in the rounds (all powers of
@@ -282,6 +285,20 @@ impl<D: Device> NttTables<D> {
         omega: Scalar,
         shape: NttShape,
     ) -> DeviceResult<Self> {
+        Self::with_single_limit(gpu, q, log_n, omega, shape, MAX_LOG_SINGLE)
+    }
+
+    /// [`NttTables::new`] with single-lookup tables up to 2^`max_log_single` entries instead of
+    /// [`MAX_LOG_SINGLE`] (the conformance check lowers it, so a small transform has passes of
+    /// both kinds).
+    pub fn with_single_limit(
+        gpu: &GpuDevice<D>,
+        q: &mut D::Queue,
+        log_n: u32,
+        omega: Scalar,
+        shape: NttShape,
+        max_log_single: u32,
+    ) -> DeviceResult<Self> {
         if log_n > 31 {
             return Err(DeviceError::new("NTT", "the domain is larger than 2^31"));
         }
@@ -299,7 +316,7 @@ impl<D: Device> NttTables<D> {
         let mut singles = Vec::new();
         let mut lgp = 0;
         for d in shape.radices(log_n) {
-            let single = lgp > 0 && d + lgp <= MAX_LOG_SINGLE;
+            let single = lgp > 0 && d + lgp <= max_log_single.min(MAX_LOG_SINGLE);
             singles.push(if single {
                 // w^x for x < R p, w = omega^(N / (R p)).
                 let w = omega.pow_vartime([1u64 << (log_n - d - lgp)]);
