@@ -288,9 +288,10 @@ impl<D: Device> NttTables<D> {
         Self::with_single_limit(gpu, q, log_n, omega, shape, MAX_LOG_SINGLE)
     }
 
-    /// [`NttTables::new`] with single-lookup tables up to 2^`max_log_single` entries instead of
-    /// [`MAX_LOG_SINGLE`] (the conformance check lowers it, so a small transform has passes of
-    /// both kinds).
+    /// [`NttTables::new`] with single-lookup tables up to 2^`max_log_single` entries where that
+    /// is below [`MAX_LOG_SINGLE`] (a higher limit is held to it, which [`table_bytes_bound`]
+    /// counts on); the conformance check lowers it, so a small transform has passes of both
+    /// kinds.
     pub fn with_single_limit(
         gpu: &GpuDevice<D>,
         q: &mut D::Queue,
