@@ -413,7 +413,20 @@ pub const STREAM_LIMIT: u64 = 320 << 10;
 pub fn check_msms<D: Device>(gpu: &GpuDevice<D>, stream: bool) {
     let mut rng = rand::thread_rng();
     if !stream {
-        check_sorted_shapes(gpu, &mut rng);
+        check_sorted_shapes(gpu, &mut rng, |r, zero| {
+            if zero {
+                G1Affine::identity()
+            } else {
+                G1Projective::random(r).to_affine()
+            }
+        });
+        check_sorted_shapes(gpu, &mut rng, |r, zero| {
+            if zero {
+                G2Affine::identity()
+            } else {
+                G2Projective::random(r).to_affine()
+            }
+        });
     }
     for kernel in [MsmKernel::Stock, MsmKernel::Sorted] {
         check_msm(gpu, &mut rng, stream, kernel, |r, zero| {
@@ -562,24 +575,38 @@ pub fn check_device_scan<D: Device>(gpu: &GpuDevice<D>) {
 /// The sorted MSM under shapes the prover does not pick by itself, against the CPU: runs of one
 /// entry and of 64, all-equal scalars (every window's terms in one bucket, spanning thousands of
 /// runs: the fixup's sums by 64 and 4096 runs) and dense ones, over repeated bases with an
-/// identity among them (doublings inside a bucket). A changed scalar changes the sum.
-fn check_sorted_shapes<D: Device>(gpu: &GpuDevice<D>, rng: &mut impl RngCore) {
+/// identity among them (doublings inside a bucket, and a base beside its negation where the
+/// digits' signs differ); and batch-affine rounds before the runs (one to three, one to 512
+/// additions a thread). A changed scalar changes the sum.
+fn check_sorted_shapes<D: Device, G, P, R: RngCore>(
+    gpu: &GpuDevice<D>,
+    rng: &mut R,
+    point: impl Fn(&mut R, bool) -> G,
+) where
+    G: gpu_core::msm::DeviceCurve<Projective = P>
+        + backend_cpu::msm::MsmGroup<Projective = P>
+        + PartialEq
+        + Copy,
+    P: Group + std::fmt::Debug,
+{
     use gpu_core::pippenger::{msm as sorted_msm, Plan};
     let n = 9000;
     let mut q = gpu.device.queue().unwrap();
-    let distinct: Vec<G1Affine> = (0..5)
-        .map(|i| {
-            if i == 4 {
-                G1Affine::identity()
-            } else {
-                G1Projective::random(&mut *rng).to_affine()
-            }
-        })
-        .collect();
-    let bases: Vec<G1Affine> = (0..n).map(|_| distinct[rng.gen_range(0..5)]).collect();
+    let distinct: Vec<G> = (0..5).map(|i| point(rng, i == 4)).collect();
+    let bases: Vec<G> = (0..n).map(|_| distinct[rng.gen_range(0..5)]).collect();
     let bases_buf = gpu.upload(&mut q, &bases, "bases").unwrap();
     let ledger = StageLedger::new();
     let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
+    let w = Plan::window(n);
+    // (window, run, batch-affine rounds, additions a thread in a round)
+    let shapes = [
+        (w, 1, 0, 1),
+        (w, 64, 0, 1),
+        (11, 1, 0, 1),
+        (w, 64, 1, 512),
+        (w, 1, 3, 3),
+        (11, 16, 2, 1),
+    ];
     for mix in [Mix::Equal, Mix::Dense] {
         let sc = scalars(mix, n, rng);
         let want = msm(&bases, &sc, None);
@@ -587,11 +614,13 @@ fn check_sorted_shapes<D: Device>(gpu: &GpuDevice<D>, rng: &mut impl RngCore) {
         let j = (0..n).find(|&j| bases[j] != distinct[4]).unwrap();
         let mut bad = sc.clone();
         bad[j] = ScalarBytes::from_scalar(&(sc[j].to_scalar().unwrap() + Scalar::ONE));
-        for (c, run) in [(Plan::window(n), 1), (Plan::window(n), 64), (11, 1)] {
-            let plan = Plan::with_window(n, c, run, 144, 1 << 30).unwrap();
+        for (c, run, affine, batch) in shapes {
+            let mut plan =
+                Plan::with_window(n, c, run, affine, G::JACOBIAN_BYTES, 1 << 30).unwrap();
+            plan.batch = batch;
             for (exps, twin) in [(&sc, false), (&bad, true)] {
                 let exps_buf = gpu.upload(&mut q, exps, "exponents").unwrap();
-                let got = sorted_msm::<D, G1Affine>(
+                let got = sorted_msm::<D, G>(
                     gpu,
                     &mut q,
                     &plan,
@@ -604,9 +633,9 @@ fn check_sorted_shapes<D: Device>(gpu: &GpuDevice<D>, rng: &mut impl RngCore) {
                 )
                 .unwrap();
                 if twin {
-                    assert_ne!(got, want, "{mix:?} {plan:?}: twin");
+                    assert_ne!(got, want, "{} {mix:?} {plan:?}: twin", G::NAME);
                 } else {
-                    assert_eq!(got, want, "{mix:?} {plan:?}");
+                    assert_eq!(got, want, "{} {mix:?} {plan:?}", G::NAME);
                 }
             }
         }
