@@ -44,8 +44,6 @@ pub trait DeviceCurve: DeviceCopy {
     /// The sorted MSM's kernels: adding runs, their heads and tails made jacobian, completing
     /// the buckets.
     fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 3];
-    /// The sorted MSM's batch-affine round.
-    fn pl_affine_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
     /// The sorted MSM's reduction kernel.
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str;
     /// The sorted MSM's kernel adding groups of partial sums.
@@ -105,9 +103,6 @@ impl DeviceCurve for G1Affine {
         let n = &gpu.names;
         [&n.g1_pl_runs, &n.g1_pl_edges, &n.g1_pl_fixup]
     }
-    fn pl_affine_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
-        &gpu.names.g1_pl_affine
-    }
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g1_pl_reduce
     }
@@ -137,9 +132,6 @@ impl DeviceCurve for G2Affine {
     fn pl_kernels<D: Device>(gpu: &GpuDevice<D>) -> [&str; 3] {
         let n = &gpu.names;
         [&n.g2_pl_runs, &n.g2_pl_edges, &n.g2_pl_fixup]
-    }
-    fn pl_affine_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
-        &gpu.names.g2_pl_affine
     }
     fn pl_reduce_kernel<D: Device>(gpu: &GpuDevice<D>) -> &str {
         &gpu.names.g2_pl_reduce

@@ -124,47 +124,6 @@ KERNEL void pl_scatter(GLOBAL uint *keys, GLOBAL uint *vals, uint entries, uint 
   skeys[at] = k;
 }
 
-// Batch-affine rounds (before the runs, when the plan asks for them): each round adds the
-// entries of every bucket two by two in affine coordinates, sharing one inversion between many
-// additions (Montgomery's trick), so a bucket of m entries leaves ceil(m / 2) points, stored in
-// sorted order with the same bucket keys and a new cursor. The host launches pl_halve, the
-// exclusive scan, pl_ends, pl_pairs, then the curve's pl_affine kernel.
-
-// halves[k] = ceil(m / 2) for bucket k of m entries (k < n), to be scanned into the next round's
-// bucket starts.
-KERNEL void pl_halve(GLOBAL uint *cursor, uint n, GLOBAL uint *halves) {
-  const uint k = GET_GLOBAL_ID();
-  if (k >= n) return;
-  const uint start = k == 0 ? 0 : cursor[k - 1];
-  halves[k] = (cursor[k] - start + 1) / 2;
-}
-
-// The scanned starts made ends: next[k] += ceil(m / 2), so that next is the next round's
-// cursor (bucket k spans [next[k - 1], next[k])).
-KERNEL void pl_ends(GLOBAL uint *cursor, uint n, GLOBAL uint *next) {
-  const uint k = GET_GLOBAL_ID();
-  if (k >= n) return;
-  const uint start = k == 0 ? 0 : cursor[k - 1];
-  next[k] += (cursor[k] - start + 1) / 2;
-}
-
-// Entry j of the used ones (cursor[last] of them), when it is at an even offset in its bucket,
-// names the next round's slot of its bucket it goes to: map[o] = j, with the top bit set when
-// entry j + 1 of the same bucket is added to it, and nkeys[o] = its bucket.
-KERNEL void pl_pairs(GLOBAL uint *skeys, GLOBAL uint *cursor, uint last, GLOBAL uint *next,
-                     GLOBAL uint *map, GLOBAL uint *nkeys) {
-  const uint j = GET_GLOBAL_ID();
-  if (j >= cursor[last]) return;
-  const uint k = skeys[j];
-  const uint start = cursor[k - 1];
-  const uint off = j - start;
-  if (off & 1) return;
-  const uint stop = cursor[k];
-  const uint o = next[k] - (stop - start + 1) / 2 + off / 2;
-  map[o] = j | (j + 1 < stop ? 0x80000000u : 0u);
-  nkeys[o] = k;
-}
-
 #endif
 
 // A point in XYZZ coordinates (x = X / ZZ, y = Y / ZZZ, ZZ^3 = ZZZ^2; ZZ = 0 is the identity):
@@ -324,85 +283,6 @@ DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
         stop = cursor[k];
       }
     }
-  }
-}
-
-// Batch-affine round, slots o = t + i threads (i < batch) of the next round's used ones
-// (next[last] of them) for thread t: the entry map[o] names, alone or plus the one after it
-// (read as {P}_pl_base reads them: round one's from the bases, later rounds' from the previous
-// round's points through the identity order `sorted`), added in affine coordinates with one
-// inversion for all the thread's slots (each slot's running product kept in pre[o]), into
-// out[o]; nsorted[o] = o. A sum that is the identity is stored as zeros (as identity bases
-// are), which {P}_pl_base skips.
-DEVICE {F} {P}_pl_denominator({P}_affine p, bool skip_p, {P}_affine q, bool skip_q, bool pair) {
-  const {F} one = {F}_ONE;
-  if (!pair || skip_p || skip_q) return one;
-  if (!{F}_eq(p.x, q.x)) return {F}_sub(q.x, p.x);
-  if ({F}_eq(p.y, q.y)) return {F}_double(p.y);
-  return one;
-}
-
-KERNEL void {P}_pl_affine(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint gather,
-                          uint first, GLOBAL uint *sorted, GLOBAL uint *map,
-                          GLOBAL uint *next, uint last, uint batch, uint threads,
-                          GLOBAL {F} *pre, GLOBAL {P}_affine *out, GLOBAL uint *nsorted) {
-  const uint t = GET_GLOBAL_ID();
-  const uint used = next[last];
-  if (t >= threads || t >= used) return;
-  {F} acc = {F}_ONE;
-  uint count = 0;
-  for (uint o = t; count < batch && o < used; o += threads, count++) {
-    const uint m = map[o];
-    const uint j = m & 0x7fffffffu;
-    const bool pair = (m >> 31) != 0;
-    bool skip_p, skip_q = true;
-    const {P}_affine p = {P}_pl_base(bases, idx, gather, first, sorted[j], &skip_p);
-    {P}_affine q = p;
-    if (pair) q = {P}_pl_base(bases, idx, gather, first, sorted[j + 1], &skip_q);
-    pre[o] = acc;
-    acc = {F}_mul(acc, {P}_pl_denominator(p, skip_p, q, skip_q, pair));
-  }
-  {F} inv = {F}_pl_inverse(acc);
-  while (count > 0) {
-    count--;
-    const uint o = t + count * threads;
-    const uint m = map[o];
-    const uint j = m & 0x7fffffffu;
-    const bool pair = (m >> 31) != 0;
-    bool skip_p, skip_q = true;
-    const {P}_affine p = {P}_pl_base(bases, idx, gather, first, sorted[j], &skip_p);
-    {P}_affine q = p;
-    if (pair) q = {P}_pl_base(bases, idx, gather, first, sorted[j + 1], &skip_q);
-    const {F} d = {P}_pl_denominator(p, skip_p, q, skip_q, pair);
-    const {F} dinv = {F}_mul(inv, pre[o]);
-    inv = {F}_mul(inv, d);
-    {P}_affine r;
-    const {F} fzero = {F}_ZERO;
-    if (skip_p && skip_q) {
-      r.x = fzero;
-      r.y = fzero;
-    } else if (skip_q || !pair) {
-      r = p;
-    } else if (skip_p) {
-      r = q;
-    } else if ({F}_eq(p.x, q.x) && !{F}_eq(p.y, q.y)) {
-      r.x = fzero; // p = -q
-      r.y = fzero;
-    } else {
-      // lambda = (q.y - p.y) / (q.x - p.x), or 3 p.x^2 / (2 p.y) for p = q.
-      {F} num;
-      if ({F}_eq(p.x, q.x)) {
-        const {F} xx = {F}_sqr(p.x);
-        num = {F}_add({F}_double(xx), xx);
-      } else {
-        num = {F}_sub(q.y, p.y);
-      }
-      const {F} l = {F}_mul(num, dinv);
-      r.x = {F}_sub({F}_sub({F}_sqr(l), p.x), q.x);
-      r.y = {F}_sub({F}_mul(l, {F}_sub(p.x, r.x)), p.y);
-    }
-    out[o] = r;
-    nsorted[o] = o;
   }
 }
 

@@ -34,11 +34,6 @@ const MAX_SEGS: u32 = 2048;
 const SUM_GROUP: u32 = 8;
 /// Bucket counts scanned per thread.
 const SCAN_PER: u32 = 1024;
-/// Batch-affine rounds a plan takes by default.
-pub const AFFINE_ROUNDS: u32 = 0;
-/// Additions per thread at most in a batch-affine round, by default: one inversion (about 450
-/// multiplications) shared by that many.
-pub const AFFINE_BATCH: u32 = 512;
 
 /// The shape of one sorted MSM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,10 +50,6 @@ pub struct Plan {
     pub per: u32,
     /// Terms per chunk.
     pub chunk: usize,
-    /// Batch-affine rounds before the runs (`pl_affine`): each halves every bucket's entries.
-    pub affine: u32,
-    /// Additions per thread at most in a batch-affine round (they share one inversion).
-    pub batch: u32,
 }
 
 impl Plan {
@@ -100,12 +91,7 @@ impl Plan {
     fn term_bytes(&self, jac: u64) -> u64 {
         let entries = self.windows as u64;
         let per_run = 3 * jac + 2 * xyzz_bytes(jac);
-        let affine = if self.affine > 0 {
-            (entries * affine_slot_bytes(jac)).div_ceil(4)
-        } else {
-            0
-        };
-        ENTRY_BYTES * entries + (per_run * entries).div_ceil(self.run as u64) + affine
+        ENTRY_BYTES * entries + (per_run * entries).div_ceil(self.run as u64)
     }
 
     /// Points of the first sum pass's output (0 with one segment per window).
@@ -120,14 +106,7 @@ impl Plan {
     fn fixed_bytes(&self, jac: u64) -> u64 {
         let counts = self.counts();
         let points = self.buckets as u64 + self.segments() as u64;
-        let affine = if self.affine > 0 {
-            let buckets = self.windows as u64 * self.buckets as u64;
-            8 * counts + (buckets * 2 * affine_slot_bytes(jac)).div_ceil(4)
-        } else {
-            0
-        };
-        affine
-            + 4 * counts
+        4 * counts
             + scan_sums_bytes(counts as usize)
             + xyzz_bytes(jac) * self.windows as u64 * self.buckets as u64
             + jac * (self.windows as u64 * points + self.partials())
@@ -142,20 +121,12 @@ impl Plan {
         let entries = n as u64 * 256u64.div_ceil(c as u64);
         let threads = units.max(1) as u64 * RUN_THREADS_PER_UNIT;
         let run = (entries / threads).clamp(MIN_RUN as u64, RUN as u64) as u32;
-        Self::with_window(n, c, run, AFFINE_ROUNDS, jac, budget)
+        Self::with_window(n, c, run, jac, budget)
     }
 
     /// The plan for `n` terms with windows of at most `c` bits (made smaller until the fixed
-    /// part fits in `budget`), runs of `run` entries and `affine` batch-affine rounds before
-    /// them (a benchmark's choice; `new` picks all three).
-    pub fn with_window(
-        n: usize,
-        c: u32,
-        run: u32,
-        affine: u32,
-        jac: u64,
-        budget: u64,
-    ) -> Option<Self> {
+    /// part fits in `budget`) and runs of `run` entries (a benchmark's choice; `new` picks both).
+    pub fn with_window(n: usize, c: u32, run: u32, jac: u64, budget: u64) -> Option<Self> {
         let mut c = c.clamp(MIN_C, MAX_C);
         let run = run.max(1);
         loop {
@@ -170,8 +141,6 @@ impl Plan {
                 run,
                 per,
                 chunk: 0,
-                affine,
-                batch: AFFINE_BATCH,
             };
             // One run's head and tail and one sum of each level more than the terms' shares
             // (the last run and the last groups are partial).
@@ -204,21 +173,6 @@ impl Plan {
         }
         acc
     }
-}
-
-/// A chunk's batch-affine buffers, by entry, times four: for E entries and B buckets, the first
-/// round's points, order and keys ((E + B) / 2 slots), the second's ((E + 3B) / 4) and the
-/// first's map and running products ((E + B) / 2); so 3 / 4 of a point slot and 1 / 2 of a
-/// map slot an entry, and 5 / 4 and 1 / 2 a bucket (counted twice by [`Plan::fixed_bytes`]).
-fn affine_slot_bytes(jac: u64) -> u64 {
-    let (point, field) = (2 * jac / 3, jac / 3);
-    3 * (point + 8) + 2 * (4 + field)
-}
-
-/// At most how many entries a batch-affine round leaves of at most `bound` in `buckets`
-/// buckets: sum ceil(m / 2) <= (used + nonempty buckets) / 2.
-fn halved(bound: usize, buckets: usize) -> usize {
-    (bound + bound.min(buckets)) / 2
 }
 
 /// Bytes of a point in XYZZ coordinates (four field elements) for jacobian points of `jac`
@@ -269,16 +223,29 @@ pub fn msm<D: Device, G: DeviceCurve>(
     for start in (0..n).step_by(plan.chunk) {
         let len = plan.chunk.min(n - start);
         let entries = len * plan.windows as usize;
+        let runs = entries.div_ceil(plan.run as usize);
         let keys = gpu.scratch(q, 4 * entries as u64, "MSM keys")?;
         let vals = gpu.scratch(q, 4 * entries as u64, "MSM values")?;
         let sorted = gpu.scratch(q, 4 * entries as u64, "MSM sorted terms")?;
         let skeys = gpu.scratch(q, 4 * entries as u64, "MSM sorted keys")?;
-        let sort_bufs = [keys, vals, sorted, skeys];
+        let hx = gpu.scratch(q, xyzz_bytes(jac) * runs as u64, "MSM run heads (XYZZ)")?;
+        let tx = gpu.scratch(q, xyzz_bytes(jac) * runs as u64, "MSM run tails (XYZZ)")?;
+        let heads = gpu.scratch(q, jac * runs as u64, "MSM run heads")?;
+        let tails = gpu.scratch(q, jac * runs as u64, "MSM run tails")?;
+        let runs64 = runs.div_ceil(64);
+        let runs4096 = runs.div_ceil(4096);
+        let heads64 = gpu.scratch(q, jac * runs64 as u64, "MSM run heads by 64")?;
+        let heads4096 = gpu.scratch(q, jac * runs4096 as u64, "MSM run heads by 4096")?;
+        let heads8 = gpu.scratch(q, jac * runs.div_ceil(8) as u64, "MSM run heads by 8")?;
+        let chunk_bufs = [
+            keys, vals, sorted, skeys, hx, tx, heads, tails, heads64, heads4096, heads8,
+        ];
         ledger.register(
             BackendBuffer::DeviceScratch,
-            sort_bufs.iter().map(DeviceBuffer::bytes).sum(),
+            chunk_bufs.iter().map(DeviceBuffer::bytes).sum(),
         );
-        let [keys, vals, sorted, skeys] = &sort_bufs;
+        let [keys, vals, sorted, skeys, hx, tx, heads, tails, heads64, heads4096, heads8] =
+            &chunk_bufs;
         launch_threads(
             q,
             &names.pl_zero,
@@ -320,54 +287,23 @@ pub fn msm<D: Device, G: DeviceCurve>(
             Some(i) => (i, 1),
             None => (bases, 0),
         };
-        let sorted_entries = Entries {
-            bases,
-            idx: idx_arg,
-            gather,
-            first: start as u32,
-            sorted,
-            skeys,
-            cursor: counts,
-            bound: entries,
-        };
-        let rounds = AffineRounds::new::<G>(gpu, q, plan, entries, total_buckets, ledger)?;
-        let src = match &rounds {
-            Some(r) => r.run::<G>(gpu, q, plan, sorted_entries, counts_len, sums)?,
-            None => sorted_entries,
-        };
-        let runs = src.bound.div_ceil(plan.run as usize);
-        let hx = gpu.scratch(q, xyzz_bytes(jac) * runs as u64, "MSM run heads (XYZZ)")?;
-        let tx = gpu.scratch(q, xyzz_bytes(jac) * runs as u64, "MSM run tails (XYZZ)")?;
-        let heads = gpu.scratch(q, jac * runs as u64, "MSM run heads")?;
-        let tails = gpu.scratch(q, jac * runs as u64, "MSM run tails")?;
-        let runs64 = runs.div_ceil(64);
-        let runs4096 = runs.div_ceil(4096);
-        let heads64 = gpu.scratch(q, jac * runs64 as u64, "MSM run heads by 64")?;
-        let heads4096 = gpu.scratch(q, jac * runs4096 as u64, "MSM run heads by 4096")?;
-        let heads8 = gpu.scratch(q, jac * runs.div_ceil(8) as u64, "MSM run heads by 8")?;
-        let chunk_bufs = [hx, tx, heads, tails, heads64, heads4096, heads8];
-        ledger.register(
-            BackendBuffer::DeviceScratch,
-            chunk_bufs.iter().map(DeviceBuffer::bytes).sum(),
-        );
-        let [hx, tx, heads, tails, heads64, heads4096, heads8] = &chunk_bufs;
         let [runs_kernel, edges_kernel, fixup_kernel] = G::pl_kernels(gpu);
         launch_threads(
             q,
             runs_kernel,
             runs,
             &[
-                Arg::Buffer(src.bases.raw()),
-                Arg::Buffer(src.idx.raw()),
-                Arg::U32(src.gather),
-                Arg::Buffer(src.sorted.raw()),
-                Arg::Buffer(src.skeys.raw()),
-                Arg::Buffer(src.cursor.raw()),
+                Arg::Buffer(bases.raw()),
+                Arg::Buffer(idx_arg.raw()),
+                Arg::U32(gather),
+                Arg::Buffer(sorted.raw()),
+                Arg::Buffer(skeys.raw()),
+                Arg::Buffer(counts.raw()),
                 Arg::U32(counts_len as u32 - 1),
                 Arg::U32(plan.run),
                 Arg::U32(runs as u32),
                 Arg::U32(plan.buckets),
-                Arg::U32(src.first),
+                Arg::U32(start as u32),
                 Arg::Buffer(parts.raw()),
                 Arg::Buffer(hx.raw()),
                 Arg::Buffer(tx.raw()),
@@ -397,7 +333,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
             fixup_kernel,
             total_buckets,
             &[
-                Arg::Buffer(src.cursor.raw()),
+                Arg::Buffer(counts.raw()),
                 Arg::U32(plan.run),
                 Arg::U32(plan.buckets),
                 Arg::U32(total_buckets as u32),
@@ -412,10 +348,6 @@ pub fn msm<D: Device, G: DeviceCurve>(
             ],
         )?;
         free_counted(ledger, BackendBuffer::DeviceScratch, chunk_bufs);
-        if let Some(r) = rounds {
-            free_counted(ledger, BackendBuffer::DeviceScratch, r.bufs);
-        }
-        free_counted(ledger, BackendBuffer::DeviceScratch, sort_bufs);
     }
     launch_threads(
         q,
@@ -443,148 +375,6 @@ pub fn msm<D: Device, G: DeviceCurve>(
     q.read(from.raw(), 0, bytes_of_mut(&mut windows))?;
     free_counted(ledger, BackendBuffer::DeviceScratch, fixed);
     Ok(plan.combine(&windows))
-}
-
-/// Where the runs (or a batch-affine round) read their sorted entries: entry j is the term
-/// `first + sorted[j]` (index and sign) of `bases` (through `idx` with `gather`), in bucket
-/// `skeys[j]`; bucket k spans `[cursor[k - 1], cursor[k])`; at most `bound` are used.
-struct Entries<'a, D: Device> {
-    bases: &'a DeviceBuffer<D>,
-    idx: &'a DeviceBuffer<D>,
-    gather: u32,
-    first: u32,
-    sorted: &'a DeviceBuffer<D>,
-    skeys: &'a DeviceBuffer<D>,
-    cursor: &'a DeviceBuffer<D>,
-    bound: usize,
-}
-
-/// A chunk's batch-affine buffers: two sets (points, their identity order, bucket keys,
-/// cursor) that the rounds write in turn, and the first round's map and running products.
-struct AffineRounds<D: Device> {
-    bufs: [DeviceBuffer<D>; 10],
-    /// The entries left after each round, at most.
-    bounds: Vec<usize>,
-}
-
-impl<D: Device> AffineRounds<D> {
-    /// The buffers of `plan.affine` rounds over `entries` entries in `buckets` buckets (none
-    /// without rounds), registered in `ledger`.
-    fn new<G: DeviceCurve>(
-        gpu: &GpuDevice<D>,
-        q: &mut D::Queue,
-        plan: &Plan,
-        entries: usize,
-        buckets: usize,
-        ledger: &mut BackendBuffers<'_>,
-    ) -> DeviceResult<Option<Self>> {
-        if plan.affine == 0 {
-            return Ok(None);
-        }
-        let mut bounds = Vec::new();
-        let mut bound = entries;
-        for _ in 0..plan.affine {
-            bound = halved(bound, buckets);
-            bounds.push(bound);
-        }
-        let first = bounds[0].max(1) as u64;
-        let second = bounds.get(1).copied().unwrap_or(1).max(1) as u64;
-        let counts = 4 * plan.counts();
-        let (point, field) = (G::AFFINE_BYTES, G::JACOBIAN_BYTES / 3);
-        let bufs = [
-            gpu.scratch(q, point * first, "MSM affine points (odd rounds)")?,
-            gpu.scratch(q, 4 * first, "MSM affine order (odd rounds)")?,
-            gpu.scratch(q, 4 * first, "MSM affine keys (odd rounds)")?,
-            gpu.scratch(q, counts, "MSM affine cursor (odd rounds)")?,
-            gpu.scratch(q, point * second, "MSM affine points (even rounds)")?,
-            gpu.scratch(q, 4 * second, "MSM affine order (even rounds)")?,
-            gpu.scratch(q, 4 * second, "MSM affine keys (even rounds)")?,
-            gpu.scratch(q, counts, "MSM affine cursor (even rounds)")?,
-            gpu.scratch(q, 4 * first, "MSM affine pairs")?,
-            gpu.scratch(q, field * first, "MSM affine running products")?,
-        ];
-        ledger.register(
-            BackendBuffer::DeviceScratch,
-            bufs.iter().map(DeviceBuffer::bytes).sum(),
-        );
-        Ok(Some(Self { bufs, bounds }))
-    }
-
-    /// The rounds over `src` (the sorted entries), `counts_len` bucket counts scanned with
-    /// `sums`: the entries the last round leaves.
-    fn run<'a, G: DeviceCurve>(
-        &'a self,
-        gpu: &GpuDevice<D>,
-        q: &mut D::Queue,
-        plan: &Plan,
-        mut src: Entries<'a, D>,
-        counts_len: usize,
-        sums: &DeviceBuffer<D>,
-    ) -> DeviceResult<Entries<'a, D>> {
-        let names = &gpu.names;
-        let last = counts_len as u32 - 1;
-        let [pts_a, ord_a, keys_a, cur_a, pts_b, ord_b, keys_b, cur_b, map, pre] = &self.bufs;
-        for (round, &bound) in self.bounds.iter().enumerate() {
-            let (pts, ord, keys, cursor) = if round % 2 == 0 {
-                (pts_a, ord_a, keys_a, cur_a)
-            } else {
-                (pts_b, ord_b, keys_b, cur_b)
-            };
-            let halves = [
-                Arg::Buffer(src.cursor.raw()),
-                Arg::U32(counts_len as u32),
-                Arg::Buffer(cursor.raw()),
-            ];
-            launch_threads(q, &names.pl_halve, counts_len, &halves)?;
-            exclusive_scan(gpu, q, cursor, counts_len, sums)?;
-            launch_threads(q, &names.pl_ends, counts_len, &halves)?;
-            launch_threads(
-                q,
-                &names.pl_pairs,
-                src.bound,
-                &[
-                    Arg::Buffer(src.skeys.raw()),
-                    Arg::Buffer(src.cursor.raw()),
-                    Arg::U32(last),
-                    Arg::Buffer(cursor.raw()),
-                    Arg::Buffer(map.raw()),
-                    Arg::Buffer(keys.raw()),
-                ],
-            )?;
-            let threads = bound.div_ceil(plan.batch.max(1) as usize).max(1);
-            launch_threads(
-                q,
-                G::pl_affine_kernel(gpu),
-                threads,
-                &[
-                    Arg::Buffer(src.bases.raw()),
-                    Arg::Buffer(src.idx.raw()),
-                    Arg::U32(src.gather),
-                    Arg::U32(src.first),
-                    Arg::Buffer(src.sorted.raw()),
-                    Arg::Buffer(map.raw()),
-                    Arg::Buffer(cursor.raw()),
-                    Arg::U32(last),
-                    Arg::U32(plan.batch.max(1)),
-                    Arg::U32(threads as u32),
-                    Arg::Buffer(pre.raw()),
-                    Arg::Buffer(pts.raw()),
-                    Arg::Buffer(ord.raw()),
-                ],
-            )?;
-            src = Entries {
-                bases: pts,
-                idx: pts,
-                gather: 0,
-                first: 0,
-                sorted: ord,
-                skeys: keys,
-                cursor,
-                bound,
-            };
-        }
-        Ok(src)
-    }
 }
 
 /// `to[t] = from[t group] + ... + from[t group + group - 1]` (those below `n`) for `t < total`,
@@ -716,8 +506,6 @@ mod tests {
                         run: RUN,
                         per: 1 << (MIN_C - 1),
                         chunk: 0,
-                        affine: AFFINE_ROUNDS,
-                        batch: AFFINE_BATCH,
                     };
                     let one = smallest.fixed_bytes(144) + 288 + smallest.term_bytes(144);
                     assert!(one > budget, "{n} {budget}");
@@ -727,19 +515,11 @@ mod tests {
                 assert!(p.chunk >= 1 && p.chunk <= n.max(1), "{p:?}");
                 let used = p.fixed_bytes(144) + 288 + p.term_bytes(144) * p.chunk as u64;
                 assert!(used <= budget, "{n} {budget} {p:?}");
-                // With batch-affine rounds too: their buffers are counted, so chunks shrink.
-                if let Some(a) = Plan::with_window(n, Plan::window(n), RUN, 3, 144, budget) {
-                    let used = a.fixed_bytes(144) + 288 + a.term_bytes(144) * a.chunk as u64;
-                    assert!(used <= budget, "{n} {budget} {a:?}");
-                    let without = Plan { affine: 0, ..a };
-                    assert!(a.term_bytes(144) > without.term_bytes(144), "{a:?}");
-                    assert!(a.fixed_bytes(144) > without.fixed_bytes(144), "{a:?}");
-                }
             }
         }
         // Every window's segments are summed down to one point, in groups the kernel takes.
         for c in MIN_C..=MAX_C {
-            let p = Plan::with_window(1 << 20, c, RUN, 0, 144, u64::MAX).unwrap();
+            let p = Plan::with_window(1 << 20, c, RUN, 144, u64::MAX).unwrap();
             assert_eq!(p.c, c);
             assert!(p.segments().is_power_of_two() && p.segments() <= MAX_SEGS);
             assert_eq!(p.segments() * p.per, p.buckets, "{p:?}");
@@ -752,13 +532,13 @@ mod tests {
         }
         // A window past the largest is clamped; a tight budget narrows it.
         assert_eq!(
-            Plan::with_window(1 << 20, 40, RUN, 0, 144, u64::MAX)
+            Plan::with_window(1 << 20, 40, RUN, 144, u64::MAX)
                 .unwrap()
                 .c,
             MAX_C
         );
         assert!(
-            Plan::with_window(1 << 20, 20, RUN, 0, 144, 64 << 20)
+            Plan::with_window(1 << 20, 20, RUN, 144, 64 << 20)
                 .unwrap()
                 .c
                 < 20
@@ -787,8 +567,6 @@ mod tests {
             run: RUN,
             per: 16,
             chunk: 1,
-            affine: 0,
-            batch: AFFINE_BATCH,
         };
         // Window w's sum counts 2^(5w).
         let got = plan.combine(&[g, g.double(), g]);

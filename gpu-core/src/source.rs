@@ -151,16 +151,6 @@ pub struct KernelNames {
     pub pl_scan_add: String,
     /// Sorted MSM: the counting sort's scatter.
     pub pl_scatter: String,
-    /// Sorted MSM, batch-affine rounds: each bucket's entries halved.
-    pub pl_halve: String,
-    /// Sorted MSM, batch-affine rounds: the halves' scan made bucket ends.
-    pub pl_ends: String,
-    /// Sorted MSM, batch-affine rounds: the entries' slots in the next round.
-    pub pl_pairs: String,
-    /// Sorted MSM, G1: a batch-affine round.
-    pub g1_pl_affine: String,
-    /// Sorted MSM, G2: a batch-affine round.
-    pub g2_pl_affine: String,
     /// Sorted MSM, G1: runs of sorted entries added.
     pub g1_pl_runs: String,
     /// Sorted MSM, G1: the runs' heads and tails made jacobian.
@@ -432,7 +422,7 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 40] {
+    pub fn all(&self) -> [&str; 35] {
         [
             &self.ntt_pass[0],
             &self.ntt_pass[1],
@@ -451,11 +441,6 @@ impl KernelNames {
             &self.pl_scan_sums,
             &self.pl_scan_add,
             &self.pl_scatter,
-            &self.pl_halve,
-            &self.pl_ends,
-            &self.pl_pairs,
-            &self.g1_pl_affine,
-            &self.g2_pl_affine,
             &self.g1_pl_runs,
             &self.g1_pl_edges,
             &self.g1_pl_fixup,
@@ -502,10 +487,10 @@ impl KernelSource {
             ntt.replace("{FR}", &fr),
             curve(MSM, &g1, &fp),
             curve(MSM, &g2, &fp2),
-            INVERSE.replace("{FP2}", &fp2).replace("{FP}", &fp),
             curve(PIPPENGER, &g1, &fp).replace("{BOUNDS}", "PL_BOUNDS(64, 8)"),
             curve(PIPPENGER, &g2, &fp2).replace("{BOUNDS}", ""),
             CLASSIFY.to_string(),
+            INVERSE.replace("{FP2}", &fp2).replace("{FP}", &fp),
             curve(FIXED_BASE, &g1, &fp),
             curve(FIXED_BASE, &g2, &fp2),
             synthetic_common.replace("{FP2}", &fp2).replace("{FP}", &fp),
@@ -538,11 +523,6 @@ impl KernelSource {
             pl_scan_sums: "pl_scan_sums".into(),
             pl_scan_add: "pl_scan_add".into(),
             pl_scatter: "pl_scatter".into(),
-            pl_halve: "pl_halve".into(),
-            pl_ends: "pl_ends".into(),
-            pl_pairs: "pl_pairs".into(),
-            g1_pl_affine: format!("{g1}_pl_affine"),
-            g2_pl_affine: format!("{g2}_pl_affine"),
             g1_pl_runs: format!("{g1}_pl_runs"),
             g1_pl_edges: format!("{g1}_pl_edges"),
             g1_pl_fixup: format!("{g1}_pl_fixup"),

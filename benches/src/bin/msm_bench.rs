@@ -11,9 +11,8 @@
 //! <runs>`
 //!
 //! then `check ok` or the failure. A wrong result is an error (exit status 1) after the rest
-//! has run. Sorted-kernel windows, run lengths and batch-affine rounds can be swept (`--window
-//! 16,18,20 --run 32,64 --affine 0,1,2 --batch 256,1024`, printed as `affine=<rounds>
-//! batch=<additions per thread>` after the run); `auto` is the choice the prover makes.
+//! has run. Sorted-kernel windows and run lengths can be swept (`--window 16,18,20 --run
+//! 32,64`); `auto` is the choice the prover makes.
 
 use std::time::Instant;
 
@@ -56,12 +55,6 @@ struct Args {
     /// Sorted-kernel run lengths for dense MSMs (with a numeric window).
     #[arg(long, value_delimiter = ',', default_value = "64")]
     run: Vec<u32>,
-    /// Sorted-kernel batch-affine rounds for dense MSMs (with a numeric window).
-    #[arg(long, value_delimiter = ',', default_value = "0")]
-    affine: Vec<u32>,
-    /// Additions per thread at most in a batch-affine round (with a numeric window).
-    #[arg(long, value_delimiter = ',', default_value = "512")]
-    batch: Vec<u32>,
     /// Timed calls per measurement (the median and minimum are printed).
     #[arg(long, default_value_t = 7)]
     reps: usize,
@@ -94,18 +87,8 @@ fn sizes(s: &str) -> Result<Sizes, String> {
 #[derive(Clone, Copy)]
 struct Config {
     kernel: MsmKernel,
-    /// The sorted kernel's shape (`None`: the prover's choice).
-    shape: Option<Shape>,
-}
-
-/// A sorted-kernel shape: window bits, run length, batch-affine rounds, additions per thread
-/// in a round.
-#[derive(Clone, Copy)]
-struct Shape {
-    c: u32,
-    run: u32,
-    affine: u32,
-    batch: u32,
+    /// A window and run length for the sorted kernel (`None`: the prover's choice).
+    shape: Option<(u32, u32)>,
 }
 
 impl Config {
@@ -115,12 +98,7 @@ impl Config {
             MsmKernel::Sorted => "sorted",
         };
         match self.shape {
-            Some(Shape {
-                c,
-                run,
-                affine,
-                batch,
-            }) => format!("{kernel} c={c} run={run} affine={affine} batch={batch}"),
+            Some((c, run)) => format!("{kernel} c={c} run={run}"),
             None => format!("{kernel} c=auto run=auto"),
         }
     }
@@ -149,19 +127,10 @@ fn configs(args: &Args, porep: bool) -> Result<Vec<Config>, String> {
                 .parse()
                 .map_err(|_| format!("--window {w}: a number or auto"))?;
             for &run in &args.run {
-                for &affine in &args.affine {
-                    for &batch in &args.batch {
-                        out.push(Config {
-                            kernel,
-                            shape: Some(Shape {
-                                c,
-                                run,
-                                affine,
-                                batch,
-                            }),
-                        });
-                    }
-                }
+                out.push(Config {
+                    kernel,
+                    shape: Some((c, run)),
+                });
             }
         }
     }
@@ -259,19 +228,10 @@ where
                         &mut buffers,
                     )
                     .map_err(|e| e.to_string()),
-                    Some(shape) => {
+                    Some((c, run)) => {
                         let budget = gpu.gauge.available().min(gpu.device.info().max_alloc_bytes);
-                        let c = shape.c;
-                        let mut plan = Plan::with_window(
-                            n,
-                            c,
-                            shape.run,
-                            shape.affine,
-                            G::JACOBIAN_BYTES,
-                            budget,
-                        )
-                        .ok_or_else(|| format!("no room for a window of {c} bits"))?;
-                        plan.batch = shape.batch;
+                        let plan = Plan::with_window(n, c, run, G::JACOBIAN_BYTES, budget)
+                            .ok_or_else(|| format!("no room for a window of {c} bits"))?;
                         pippenger::msm::<D, G>(
                             gpu,
                             &mut q,
@@ -457,7 +417,7 @@ fn main() {
         eprintln!("msm-bench: --reps 0: at least one timed call is needed for a median");
         std::process::exit(2);
     }
-    println!("# msm <curve> <mix> <kernel> c=<window> run=<run> [affine=<rounds> batch=<per thread>] 2^<k> <median ms> <min ms> <runs>");
+    println!("# msm <curve> <mix> <kernel> c=<window> run=<run> 2^<k> <median ms> <min ms> <runs>");
     let ok = match args.api.as_str() {
         "cuda" => match backend_cuda::open(backend_cuda::CudaOptions::default()) {
             Ok(b) => run(b.device(0).expect("a device"), &args),
