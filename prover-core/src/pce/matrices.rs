@@ -1,6 +1,8 @@
 //! The recorded A, B and C matrices of a circuit shape, in a compact sparse form, and their
 //! product with an assignment (the evaluations a, b, c of every constraint).
 
+use std::ops::Range;
+
 use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
@@ -165,63 +167,132 @@ impl Matrices {
         }
     }
 
-    /// `M z` for one matrix, over all cores, where `z` is the inputs then the aux variables.
-    fn product(&self, m: &SparseMatrix, input: &[Scalar], aux: &[Scalar]) -> Vec<Scalar> {
+    /// Row `r` of `m` times the assignment.
+    fn row_value(&self, m: &SparseMatrix, r: usize, input: &[Scalar], aux: &[Scalar]) -> Scalar {
         let inputs = input.len();
-        // Collected straight into the output (no zeroed buffer written first).
-        (0..m.rows())
-            .into_par_iter()
-            .with_min_len(4096)
+        let (cols, codes) = m.row(r);
+        let mut acc = Scalar::ZERO;
+        for (&col, &code) in cols.iter().zip(codes) {
+            let col = col as usize;
+            let v = if col < inputs {
+                &input[col]
+            } else {
+                &aux[col - inputs]
+            };
+            match code {
+                CODE_ONE => acc += v,
+                CODE_MINUS_ONE => acc -= v,
+                k => acc += *v * self.table[(k - CODE_TABLE) as usize],
+            }
+        }
+        acc
+    }
+
+    /// Rows `rows` of `m` times the assignment, appended to `out` (straight into its spare
+    /// room: no buffer written first and copied after), over every core (`parallel`) or on the
+    /// calling thread.
+    fn product_into(
+        &self,
+        m: &SparseMatrix,
+        rows: Range<usize>,
+        input: &[Scalar],
+        aux: &[Scalar],
+        parallel: bool,
+        out: &mut Vec<Scalar>,
+    ) {
+        if parallel {
+            out.par_extend(
+                rows.into_par_iter()
+                    .with_min_len(4096)
+                    .map(|r| self.row_value(m, r, input, aux)),
+            );
+        } else {
+            out.extend(rows.map(|r| self.row_value(m, r, input, aux)));
+        }
+    }
+
+    /// The evaluations of constraints `rows` (whose variables `input` and `aux` hold), appended
+    /// to `a`, `b` and `c`, over every core (`parallel`: A, B and C side by side) or on the
+    /// calling thread.
+    pub(crate) fn evaluate_rows_into(
+        &self,
+        rows: Range<usize>,
+        input: &[Scalar],
+        aux: &[Scalar],
+        parallel: bool,
+        [a, b, c]: [&mut Vec<Scalar>; 3],
+    ) {
+        let product = |m, out: &mut Vec<Scalar>| {
+            self.product_into(m, rows.clone(), input, aux, parallel, out)
+        };
+        if !parallel {
+            product(&self.a, a);
+            product(&self.b, b);
+            product(&self.c, c);
+            return;
+        }
+        parallel::install(|| {
+            rayon::join(
+                || product(&self.a, a),
+                || rayon::join(|| product(&self.b, b), || product(&self.c, c)),
+            )
+        });
+    }
+
+    /// The evaluations of constraints `rows`, in new vectors (see [`Self::evaluate_rows_into`]).
+    #[cfg(test)]
+    pub(crate) fn evaluate_rows(
+        &self,
+        rows: Range<usize>,
+        input: &[Scalar],
+        aux: &[Scalar],
+        parallel: bool,
+    ) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
+        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+        self.evaluate_rows_into(rows, input, aux, parallel, [&mut a, &mut b, &mut c]);
+        (a, b, c)
+    }
+
+    /// For each constraint, the aux values it needs assigned before it can be evaluated: one
+    /// past the last aux variable it or an earlier constraint uses (so the counts never
+    /// decrease and the ready constraints are a prefix).
+    pub(crate) fn readiness(&self) -> Vec<u32> {
+        let last = |m: &SparseMatrix, r: usize| {
+            m.row(r)
+                .0
+                .iter()
+                .filter(|&&c| c as usize >= self.inputs)
+                .map(|&c| c as usize - self.inputs + 1)
+                .max()
+                .unwrap_or(0)
+        };
+        let mut need = 0usize;
+        (0..self.constraints())
             .map(|r| {
-                let (cols, codes) = m.row(r);
-                let mut acc = Scalar::ZERO;
-                for (&col, &code) in cols.iter().zip(codes) {
-                    let col = col as usize;
-                    let v = if col < inputs {
-                        &input[col]
-                    } else {
-                        &aux[col - inputs]
-                    };
-                    match code {
-                        CODE_ONE => acc += v,
-                        CODE_MINUS_ONE => acc -= v,
-                        k => acc += *v * self.table[(k - CODE_TABLE) as usize],
-                    }
-                }
-                acc
+                need = need
+                    .max(last(&self.a, r))
+                    .max(last(&self.b, r))
+                    .max(last(&self.c, r));
+                need as u32
             })
             .collect()
     }
-
-    /// The evaluations `A z`, `B z` and `C z` of every constraint, where `z` is `input` then
-    /// `aux` (whose lengths must be the recorded ones).
-    pub(crate) fn evaluate(
-        &self,
-        input: &[Scalar],
-        aux: &[Scalar],
-    ) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
-        debug_assert_eq!((input.len(), aux.len()), (self.inputs, self.aux));
-        let (a, (b, c)) = parallel::install(|| {
-            rayon::join(
-                || self.product(&self.a, input, aux),
-                || {
-                    rayon::join(
-                        || self.product(&self.b, input, aux),
-                        || self.product(&self.c, input, aux),
-                    )
-                },
-            )
-        });
-        (a, b, c)
-    }
 }
 
-/// The first constraint `i` with `a[i] * b[i] != c[i]`, if any (checked over all cores).
-pub(crate) fn first_unsatisfied(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<usize> {
+pub(crate) fn first_unsatisfied(
+    a: &[Scalar],
+    b: &[Scalar],
+    c: &[Scalar],
+    parallel: bool,
+) -> Option<usize> {
+    let bad = |&i: &usize| a[i] * b[i] != c[i];
+    if !parallel {
+        return (0..a.len()).find(bad);
+    }
     parallel::install(|| {
         (0..a.len())
             .into_par_iter()
             .with_min_len(4096)
-            .find_first(|&i| a[i] * b[i] != c[i])
+            .find_first(bad)
     })
 }

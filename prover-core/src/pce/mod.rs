@@ -8,10 +8,12 @@ mod file;
 mod matrices;
 mod names;
 mod record;
+mod stream;
 mod witness;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::thread;
 
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
@@ -21,6 +23,7 @@ use matrices::Densities;
 pub use matrices::{Matrices, SparseMatrix};
 pub use names::Names;
 pub use record::record;
+use witness::assign_beside;
 pub use witness::{assign, assign_parts, Assignment};
 
 use crate::density::into_canonical;
@@ -41,6 +44,9 @@ enum NameSource {
 pub struct Precompiled {
     matrices: Matrices,
     densities: Densities,
+    /// For each constraint, the aux values assigned before it can be evaluated beside the
+    /// witness ([`Matrices::readiness`]).
+    ready: Vec<u32>,
     names: NameSource,
 }
 
@@ -57,6 +63,7 @@ impl Precompiled {
     fn new(matrices: Matrices, names: NameSource) -> Self {
         Precompiled {
             densities: matrices.densities(),
+            ready: matrices.readiness(),
             matrices,
             names,
         }
@@ -116,6 +123,7 @@ impl Precompiled {
             + d.a_aux.heap_bytes()
             + d.b_input.heap_bytes()
             + d.b_aux.heap_bytes()
+            + self.ready.capacity() * 4
             + names
     }
 
@@ -128,9 +136,23 @@ impl Precompiled {
     }
 
     /// Synthesizes one partition: the circuit runs for its assignments, and a, b, c are the
-    /// matrices' products with them.
+    /// matrices' products with them. A helper thread evaluates the constraints whose variables
+    /// are assigned while the circuit runs (`stream.rs`); the rest are evaluated over every
+    /// core once it is done.
     pub fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<SynthesizedPartition> {
-        let assignment = assign(circuit)?;
+        let m = &self.matrices;
+        let gate = Arc::new(stream::Gate::default());
+        let (assignment, early) = thread::scope(|s| {
+            let helper = s.spawn(|| stream::evaluate_beside(m, &self.ready, &gate));
+            let writer = stream::Writer::new(gate.clone(), m.inputs);
+            // Closes the stream however it ends, so the helper returns.
+            let assignment = assign_beside(circuit, writer, m.aux);
+            let early = helper
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (assignment, early)
+        });
+        let assignment = assignment?;
         let counted = assignment.counts_constraints();
         let Assignment {
             input,
@@ -138,7 +160,6 @@ impl Precompiled {
             constraints,
             ..
         } = assignment;
-        let m = &self.matrices;
         let check = |what, circuit: usize, recorded: usize| {
             if circuit == recorded {
                 Ok(())
@@ -157,8 +178,22 @@ impl Precompiled {
         }
         check("inputs", input.len(), m.inputs)?;
         check("aux variables", aux.len(), m.aux)?;
-        let (a, b, c) = m.evaluate(&input, &aux);
-        if let Some(index) = matrices::first_unsatisfied(&a, &b, &c) {
+        let rows = m.constraints();
+        let stream::Evaluated {
+            mut a,
+            mut b,
+            mut c,
+            rows: done,
+            mut unsatisfied,
+        } = early;
+        if done < rows {
+            m.evaluate_rows_into(done..rows, &input, &aux, true, [&mut a, &mut b, &mut c]);
+            if unsatisfied.is_none() {
+                unsatisfied = matrices::first_unsatisfied(&a[done..], &b[done..], &c[done..], true)
+                    .map(|i| i + done);
+            }
+        }
+        if let Some(index) = unsatisfied {
             return Err(Error::Unsatisfied {
                 index,
                 annotation: self.name(index),

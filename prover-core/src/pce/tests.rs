@@ -114,18 +114,23 @@ fn pce_partitions_equal_todays_on_a_mixed_circuit() {
     }
 }
 
+/// Dense is one chain, so the helper evaluates its constraints beside the witness: 2^15 of
+/// them, two steps of the stream and more.
 #[test]
 fn pce_partitions_equal_todays_on_dense() {
     let seed = fresh_seed();
-    let shape = DenseCircuit::new(300, 3, seed);
+    let shape = DenseCircuit::new(1 << 15, 3, seed);
     let pce = Precompiled::record(shape.clone()).unwrap();
     let c = shape.with_witness(seed ^ 1);
-    assert_same(
-        &pce.synthesize(c.clone()).unwrap(),
-        &CpuSynthesizer.synthesize(c).unwrap(),
+    let (got, want) = (
+        pce.synthesize(c.clone()).unwrap(),
+        CpuSynthesizer.synthesize(c).unwrap(),
     );
+    assert_same(&got, &want);
+    // The evaluations hold what they would whole (the ledger counts their capacity).
+    assert_eq!(got.evaluations.heap_bytes(), want.evaluations.heap_bytes());
     // Twin: another shape's matrices give other evaluations, caught as unsatisfied.
-    let other = DenseCircuit::new(300, 3, seed ^ 2).with_witness(seed ^ 1);
+    let other = DenseCircuit::new(1 << 15, 3, seed ^ 2).with_witness(seed ^ 1);
     assert!(matches!(
         pce.synthesize(other),
         Err(Error::Unsatisfied { .. })

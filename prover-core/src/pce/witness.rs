@@ -15,9 +15,14 @@ use crate::error::Result;
 use crate::parallel;
 use crate::synthesize::synthesize_in_bellperson_shape;
 
+use super::stream::Writer;
+
 /// A circuit's assignments in bellperson's shape (ONE first), and its constraint count.
 #[derive(Default)]
 pub struct Assignment {
+    /// The stream to the helper evaluating beside the witness (`stream.rs`), while open. First,
+    /// so that it closes (drops) before `aux` is freed when the assignment is dropped.
+    gate: Option<Writer>,
     /// Inputs, ONE first.
     pub input: Vec<Scalar>,
     /// Aux variables.
@@ -44,6 +49,49 @@ pub fn assign<C: Circuit<Scalar>>(circuit: C) -> Result<Assignment> {
     Ok(cs)
 }
 
+/// [`assign`] with its aux values shared, as they are assigned, with the helper behind `writer`
+/// (`stream.rs`): the aux vector is reserved at `aux` values (the recorded count), and the
+/// stream is closed when the assignment ends, fails, or would outgrow that.
+pub(crate) fn assign_beside<C: Circuit<Scalar>>(
+    circuit: C,
+    writer: Writer,
+    aux: usize,
+) -> Result<Assignment> {
+    let mut cs = Assignment {
+        gate: Some(writer),
+        aux: Vec::with_capacity(aux),
+        ..Assignment::default()
+    };
+    synthesize_in_bellperson_shape(&mut cs, circuit, |cs| cs.input.len())?;
+    cs.gate = None;
+    Ok(cs)
+}
+
+impl Assignment {
+    /// Before `more` aux values are appended: closes the stream if they would move the vector.
+    fn make_room(&mut self, more: usize) {
+        if self.gate.is_some() && self.aux.len() + more > self.aux.capacity() {
+            self.close_stream();
+        }
+    }
+
+    /// Before values come in bulk (appended systems, a gadget's bulk values): the helper
+    /// follows values assigned one by one, so it stops here, and the constraints it has not
+    /// evaluated are evaluated over every core after the witness. (A 2 KiB PoRep partition,
+    /// whose challenges are assigned in parallel and appended, was 1.2x slower with the stream
+    /// left open, by criterion here.)
+    fn close_stream(&mut self) {
+        self.gate = None;
+    }
+
+    /// After aux values are appended (all final): the helper may read them.
+    fn publish(&mut self) {
+        if let Some(g) = &mut self.gate {
+            g.publish(&self.input, &self.aux);
+        }
+    }
+}
+
 impl ConstraintSystem<Scalar> for Assignment {
     type Root = Self;
 
@@ -57,7 +105,10 @@ impl ConstraintSystem<Scalar> for Assignment {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.aux.push(f()?);
+        let v = f()?;
+        self.make_room(1);
+        self.aux.push(v);
+        self.publish();
         Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
     }
 
@@ -103,6 +154,7 @@ impl ConstraintSystem<Scalar> for Assignment {
         // The other system's first input is its own temporary ONE.
         self.input
             .extend_from_slice(other.input.get(1..).unwrap_or(&[]));
+        self.close_stream();
         self.aux.extend_from_slice(&other.aux);
         self.constraints += other.constraints;
         self.bulk |= other.bulk;
@@ -117,12 +169,14 @@ impl ConstraintSystem<Scalar> for Assignment {
     }
 
     fn extend_aux(&mut self, new_aux: &[Scalar]) {
+        self.close_stream();
         self.aux.extend_from_slice(new_aux);
     }
 
     fn allocate_empty(&mut self, aux_n: usize, inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
         self.bulk = true;
         let (a, i) = (self.aux.len(), self.input.len());
+        self.close_stream();
         self.aux.resize(a + aux_n, Scalar::ZERO);
         self.input.resize(i + inputs_n, Scalar::ZERO);
         (&mut self.aux[a..], &mut self.input[i..])
