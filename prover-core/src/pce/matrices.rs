@@ -279,6 +279,8 @@ impl Matrices {
     }
 }
 
+/// The first constraint `i` with `a[i] * b[i] != c[i]`, if any, checked over all cores
+/// (`parallel`) or on the calling thread.
 pub(crate) fn first_unsatisfied(
     a: &[Scalar],
     b: &[Scalar],

@@ -11,9 +11,9 @@
 //! again: only one-by-one allocations publish, and they append. The writer closes the stream
 //! (waiting for a batch in progress) before anything that could move or free the buffer or
 //! write it in bulk: growing past its capacity, appending a system or bulk values, handing
-//! the vector on, being dropped. Only
-//! `assign_beside` makes an assignment with an open stream, and a circuit sees it only as its
-//! generic constraint system, through the trait's methods, which keep those rules.
+//! the vector on, being dropped. Only `assign_beside` makes an assignment with an open stream,
+//! and a circuit sees it only as its generic constraint system, through the trait's methods,
+//! which keep those rules.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -26,7 +26,7 @@ const MIN_ROWS: usize = 4096;
 /// Rows evaluated at most while the helper holds the gate (so that closing waits little).
 const MAX_ROWS: usize = 1 << 16;
 /// Aux values assigned between two publications.
-pub(crate) const STEP: usize = 1 << 14;
+const STEP: usize = 1 << 14;
 
 /// The aux buffer's start, shareable with the helper.
 #[derive(Clone, Copy)]

@@ -68,13 +68,6 @@ pub(crate) fn assign_beside<C: Circuit<Scalar>>(
 }
 
 impl Assignment {
-    /// Before `more` aux values are appended: closes the stream if they would move the vector.
-    fn make_room(&mut self, more: usize) {
-        if self.gate.is_some() && self.aux.len() + more > self.aux.capacity() {
-            self.close_stream();
-        }
-    }
-
     /// Before values come in bulk (appended systems, a gadget's bulk values): the helper
     /// follows values assigned one by one, so it stops here, and the constraints it has not
     /// evaluated are evaluated over every core after the witness. (A 2 KiB PoRep partition,
@@ -106,7 +99,10 @@ impl ConstraintSystem<Scalar> for Assignment {
         AR: Into<String>,
     {
         let v = f()?;
-        self.make_room(1);
+        if self.aux.len() == self.aux.capacity() {
+            // The push would move the vector the helper reads.
+            self.close_stream();
+        }
         self.aux.push(v);
         self.publish();
         Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
