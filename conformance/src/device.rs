@@ -59,6 +59,43 @@ fn sizes() -> Sizes {
     }
 }
 
+/// The environment variable that picks the devices the suite runs on (test binaries take no
+/// `--gpus`): ordinals separated by commas (`0`, `1`, `0,1`). Unset: every device the backend
+/// opened.
+pub const TEST_DEVICES_VAR: &str = "PROOFLINE_TEST_DEVICES";
+
+/// The devices to check among a backend's `count`: `PROOFLINE_TEST_DEVICES`, or all of them.
+/// A bad value, or a device the backend does not have, fails the test that asked.
+pub fn test_devices(count: usize) -> Vec<usize> {
+    match std::env::var(TEST_DEVICES_VAR) {
+        Ok(v) => {
+            parse_test_devices(&v, count).unwrap_or_else(|e| panic!("{TEST_DEVICES_VAR}: {e}"))
+        }
+        Err(_) => (0..count).collect(),
+    }
+}
+
+/// `PROOFLINE_TEST_DEVICES`'s value for a backend with `count` devices.
+pub fn parse_test_devices(value: &str, count: usize) -> Result<Vec<usize>, String> {
+    let mut out: Vec<usize> = Vec::new();
+    for part in value.split(',') {
+        let part = part.trim();
+        let d: usize = part
+            .parse()
+            .map_err(|_| format!("`{part}` is not a device ordinal (give e.g. `0` or `0,1`)"))?;
+        if d >= count {
+            return Err(format!(
+                "device {d} is not there: the backend opened {count} device(s)"
+            ));
+        }
+        if out.contains(&d) {
+            return Err(format!("device {d} is named twice"));
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
 fn read_scalars<D: Device>(
     q: &mut D::Queue,
     buf: &gpu_core::memory::DeviceBuffer<D>,
@@ -633,15 +670,20 @@ fn check_sorted_shapes<D: Device, G, P, R: RngCore>(
 
 /// Six partitions through the engine on `backend` (one worker, the CPU as fallback): every
 /// proof verifies, none is lost, the ledger balances. Returns the engine's figures, for the
-/// caller to check how many partitions the device did and how many fell back.
+/// caller to check how many partitions the device did and how many fell back. The device is the
+/// first of [`test_devices`].
 pub fn check_engine_fallback(backend: Arc<dyn GpuBackend>) -> EngineStats {
     let mut rng = rand::thread_rng();
     let shape = cases(&mut rng).remove(0);
     let params = Arc::new(generate_seeded_parameters(shape.clone(), rng.next_u64()).unwrap());
     let pvk = prepare_verifying_key(&params.vk);
+    let device = *test_devices(backend.device_count())
+        .first()
+        .expect("a device to test");
     let config = Config {
         pw: 2,
         gpu_workers: 1,
+        devices: vec![device],
         fallback: Some(Arc::new(CpuBackend)),
         ..Config::default()
     };
@@ -742,9 +784,9 @@ pub fn check_trace(backend: &dyn GpuBackend, stats: &EngineStats) {
 /// chain); another seed gives other bases. Then a whole synthetic partition through
 /// `prepare_synthetic` and a worker: its sums equal the CPU backend's on the same bases made
 /// on the host.
-pub fn check_synthetic<D: Device>(backend: &GpuAccelerator<D>) {
+pub fn check_synthetic<D: Device>(backend: &GpuAccelerator<D>, device: usize) {
     use gpu_core::synthetic::{synthetic_base, synthetic_bases, table, SyntheticKey};
-    let gpu = backend.device(0).expect("a device");
+    let gpu = backend.device(device).expect("a device");
     let mut rng = rand::thread_rng();
     let mut q = gpu.device.queue().expect("a queue");
     let seed = rng.next_u32();
@@ -783,7 +825,7 @@ pub fn check_synthetic<D: Device>(backend: &GpuAccelerator<D>) {
     let prepared = backend
         .prepare_synthetic(&key, &ledger)
         .expect("prepare_synthetic");
-    let mut worker = backend.worker(0, 0).expect("a worker");
+    let mut worker = backend.worker(device, 0).expect("a worker");
     let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
     let got = worker
         .accelerate(&prepared, partition.clone(), &mut token.backend_buffers())
@@ -983,46 +1025,67 @@ macro_rules! device_backend_tests {
         #[test]
         fn stages_ntt_and_quotient_match_cpu() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                $crate::device::check_ntt_and_quotient(b.device(0).expect("a device"));
+                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                    eprintln!("device {d}");
+                    $crate::device::check_ntt_and_quotient(b.device(d).expect("a device"));
+                }
             }
         }
 
         #[test]
         fn stages_msms_match_cpu_resident_and_streamed() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                $crate::device::check_msms(b.device(0).expect("a device"), false);
+                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                    eprintln!("device {d}");
+                    $crate::device::check_msms(b.device(d).expect("a device"), false);
+                }
             }
             let limit = Some($crate::device::STREAM_LIMIT);
             if let Some(b) = ($open)(limit, $crate::device::Faults::none(), false) {
-                $crate::device::check_msms(b.device(0).expect("a device"), true);
+                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                    eprintln!("device {d}, streamed");
+                    $crate::device::check_msms(b.device(d).expect("a device"), true);
+                }
             }
         }
 
         #[test]
         fn stages_copies_beside_the_kernels_keep_their_bytes() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                $crate::device::check_copies_beside(b.device(0).expect("a device"));
+                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                    eprintln!("device {d}");
+                    $crate::device::check_copies_beside(b.device(d).expect("a device"));
+                }
             }
         }
 
         #[test]
         fn stages_parameters_generated_on_the_device_equal_the_cpus() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                $crate::device::check_generator(&b.multiplier(0).expect("a device"));
+                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                    eprintln!("device {d}");
+                    $crate::device::check_generator(&b.multiplier(d).expect("a device"));
+                }
             }
         }
 
         #[test]
         fn stages_scan_on_device_lists_what_the_host_scan_lists() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                $crate::device::check_device_scan(b.device(0).expect("a device"));
+                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                    eprintln!("device {d}");
+                    $crate::device::check_device_scan(b.device(d).expect("a device"));
+                }
             }
         }
 
         #[test]
         fn stages_synthetic_bases_and_partition_match_cpu() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                $crate::device::check_synthetic(&b);
+                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                    eprintln!("device {d}");
+                    $crate::device::check_synthetic(&b, d);
+                }
             }
         }
 
@@ -1072,4 +1135,24 @@ macro_rules! device_backend_tests {
             }
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_test_devices;
+
+    #[test]
+    fn test_devices_are_ordinals_the_backend_has() {
+        assert_eq!(parse_test_devices("0", 1), Ok(vec![0]));
+        assert_eq!(parse_test_devices("1, 0", 2), Ok(vec![1, 0]));
+        // Its twins: a device not there, a repeat, junk.
+        assert!(parse_test_devices("1", 1)
+            .unwrap_err()
+            .contains("not there"));
+        assert!(parse_test_devices("0,0", 2).unwrap_err().contains("twice"));
+        assert!(parse_test_devices("gpu0", 2)
+            .unwrap_err()
+            .contains("not a device"));
+        assert!(parse_test_devices("", 2).is_err());
+    }
 }

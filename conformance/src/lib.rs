@@ -18,6 +18,9 @@
 //!   and bellperson verifies them (and rejects a wrong public input);
 //! - [`check_engine`]: jobs through the engine on every device, with the CPU fallback, all
 //!   verify and the ledger balances.
+//!
+//! "Every device" is every device the backend opened, or those `PROOFLINE_TEST_DEVICES` names
+//! ([`device::test_devices`]).
 
 pub mod circuits;
 pub mod device;
@@ -149,7 +152,7 @@ pub fn check_accelerate(backend: &dyn GpuBackend) {
             .unwrap_or_else(|e| panic!("{}: prepare failed: {e}", backend.name()));
         let want = reference(&params, &c);
         let want_b_g2 = msm_terms(&params.b_g2, &want.plan.b, &want.witness);
-        for device in 0..backend.device_count() {
+        for device in crate::device::test_devices(backend.device_count()) {
             let what = format!("{} device {device}", backend.name());
             let mut worker = backend.worker(device, 0).expect("a worker");
             // Several partitions per worker: contexts are reused across partitions.
@@ -189,7 +192,7 @@ pub fn check_wrong_shape(backend: &dyn GpuBackend) {
     let prepared = backend
         .prepare(params, &StageLedger::new())
         .expect("prepare");
-    for device in 0..backend.device_count() {
+    for device in crate::device::test_devices(backend.device_count()) {
         let mut worker = backend.worker(device, 0).expect("a worker");
         let what = format!("{} device {device}", backend.name());
         let got = accelerate_checked(&mut *worker, &prepared, &wrong, &what);
@@ -225,7 +228,7 @@ pub fn check_proofs(backend: &dyn GpuBackend, finalizer: &dyn Finalizer) {
             .expect("prepare");
         let cpu = cpu_prepared(&params);
         let rs = Randomness::random(&mut rng);
-        for device in 0..backend.device_count() {
+        for device in crate::device::test_devices(backend.device_count()) {
             let mut worker = backend.worker(device, 0).expect("a worker");
             let what = format!("{} device {device}", backend.name());
             let pending = accelerate_checked(&mut *worker, &prepared, &c, &what)
@@ -267,11 +270,11 @@ pub fn check_engine(backend: Arc<dyn GpuBackend>, finalizer: Arc<dyn Finalizer>)
     let shape = cases(&mut rng).remove(0);
     let params = params_for(&shape, &mut rng);
     let pvk = prover_core::prepare_verifying_key(&params.vk);
-    let devices = backend.device_count();
+    let devices = crate::device::test_devices(backend.device_count());
     let config = Config {
         pw: 2,
         queue_depth: 2,
-        devices: (0..devices).collect(),
+        devices: devices.clone(),
         gpu_workers: 2,
         synthesis_threads: 2,
         finalizer_threads: 1,
@@ -307,7 +310,7 @@ pub fn check_engine(backend: Arc<dyn GpuBackend>, finalizer: Arc<dyn Finalizer>)
     let ledger = engine.ledger().clone();
     let stats = engine.shutdown();
     assert!(ledger.snapshot().is_balanced(), "{}", ledger.snapshot());
-    assert_eq!(stats.devices.len(), devices);
+    assert_eq!(stats.devices.len(), devices.len());
     let done: u64 = stats.devices.iter().map(|d| d.partitions).sum();
     assert_eq!(done + stats.fallback_partitions, 12, "{stats:?}");
     // Twin: parameters prepared by another backend are refused at submit.

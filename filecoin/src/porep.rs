@@ -404,6 +404,62 @@ pub fn porep_circuits<Tree: 'static + MerkleTreeTrait>(
         .collect()
 }
 
+/// What `verify_seal` checks a C2 proof against: the sector's config and commitments, its
+/// ticket and seed, the prover and the sector number (the part of a C1 output and its
+/// `sector.json` a verifier needs, without the vanilla proofs).
+#[derive(Debug, Clone)]
+pub struct SealStatement {
+    /// The sector's PoRep config.
+    pub config: PoRepConfig,
+    /// comm_r.
+    pub comm_r: [u8; 32],
+    /// comm_d.
+    pub comm_d: [u8; 32],
+    /// The ticket.
+    pub ticket: [u8; 32],
+    /// The seed.
+    pub seed: [u8; 32],
+    /// The prover (miner) id.
+    pub prover_id: ProverId,
+    /// The sector number.
+    pub sector_id: u64,
+}
+
+impl SealStatement {
+    /// The statement of a C1 output, its prover and its sector number.
+    pub fn of<Tree: 'static + MerkleTreeTrait>(
+        config: &PoRepConfig,
+        c1: &SealCommitPhase1Output<Tree>,
+        prover_id: ProverId,
+        sector_id: u64,
+    ) -> Self {
+        SealStatement {
+            config: config.clone(),
+            comm_r: c1.comm_r,
+            comm_d: c1.comm_d,
+            ticket: c1.ticket,
+            seed: c1.seed,
+            prover_id,
+            sector_id,
+        }
+    }
+
+    /// filecoin-proofs' `verify_seal` on proof bytes in the MultiProof layout (the
+    /// partitions' 192-byte proofs, concatenated).
+    pub fn verify<Tree: 'static + MerkleTreeTrait>(&self, proof: &[u8]) -> Result<bool> {
+        filecoin_proofs::verify_seal::<Tree>(
+            &self.config,
+            self.comm_r,
+            self.comm_d,
+            self.prover_id,
+            SectorId::from(self.sector_id),
+            self.ticket,
+            self.seed,
+            proof,
+        )
+    }
+}
+
 /// `verify_seal` on proof bytes in the MultiProof layout.
 pub fn verify_c2<Tree: 'static + MerkleTreeTrait>(
     config: &PoRepConfig,
@@ -412,14 +468,5 @@ pub fn verify_c2<Tree: 'static + MerkleTreeTrait>(
     sector_id: u64,
     proof: &[u8],
 ) -> Result<bool> {
-    filecoin_proofs::verify_seal::<Tree>(
-        config,
-        c1.comm_r,
-        c1.comm_d,
-        prover_id,
-        SectorId::from(sector_id),
-        c1.ticket,
-        c1.seed,
-        proof,
-    )
+    SealStatement::of(config, c1, prover_id, sector_id).verify::<Tree>(proof)
 }

@@ -138,10 +138,13 @@ pub fn print_outcome(o: &PointOutcome) {
         }
     }
     println!(
-        "verified: {}/{} jobs, {} partitions{}",
+        "verified: {}/{} jobs, {} partitions{}{}",
         r.proofs_verified,
         r.proofs_verified + r.proofs_failed,
         r.partitions_verified,
+        r.seals_verified
+            .map(|n| format!(", {n} accepted by filecoin-proofs' verify_seal"))
+            .unwrap_or_default(),
         r.error
             .as_ref()
             .map(|e| format!("; first error: {e}"))
@@ -339,7 +342,12 @@ pub fn c2(args: C2Args) -> anyhow::Result<()> {
             params: cached.params,
             params_load_seconds,
             params_path: cached.path.clone(),
-            jobs: vec![Job { circuits, inputs }],
+            // Checked by `verify_seal` below, after the proof is written.
+            jobs: vec![Job {
+                circuits,
+                inputs,
+                seal: None,
+            }],
         };
         let (o, mut proofs) = run_jobs(&cfg, args.pw, prepared, &mut |_, _| {})?;
         print_outcome(&o);

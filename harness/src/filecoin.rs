@@ -8,7 +8,7 @@ use filecoin_proofs::{
     PoStConfig, PoStType, SECTOR_SIZE_2_KIB, WINDOW_POST_CHALLENGE_COUNT,
     WINNING_POST_CHALLENGE_COUNT, WINNING_POST_SECTOR_COUNT,
 };
-use proofline_filecoin::porep::{self, field_bytes};
+use proofline_filecoin::porep::{self, field_bytes, SealStatement};
 use proofline_filecoin::seal::seal_random_sector;
 use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
 use proofline_filecoin::{
@@ -25,6 +25,9 @@ pub struct Job {
     pub circuits: Vec<WorkloadCircuit>,
     /// Their public inputs.
     pub inputs: Vec<Vec<Scalar>>,
+    /// A PoRep job's statement: its proof, once every partition verifies, is also checked by
+    /// filecoin-proofs' `verify_seal`.
+    pub seal: Option<SealStatement>,
 }
 
 /// The PoSt config of a PoSt workload (2KiB sectors, one sector per proof, API 1.1).
@@ -81,7 +84,17 @@ pub fn jobs(w: Workload, jobs: usize) -> Result<Vec<Job>> {
                     .into_iter()
                     .map(|(c, x)| (WorkloadCircuit::Porep(Box::new(c)), x))
                     .unzip();
-                Ok(Job { circuits, inputs })
+                let seal = SealStatement::of(
+                    &config,
+                    &c1,
+                    sealed.info.prover_id()?,
+                    sealed.info.sector_id,
+                );
+                Ok(Job {
+                    circuits,
+                    inputs,
+                    seal: Some(seal),
+                })
             }
             _ => {
                 let config = post_config(w);
@@ -101,8 +114,18 @@ pub fn jobs(w: Workload, jobs: usize) -> Result<Vec<Job>> {
                         .into_iter()
                         .map(|(c, x)| (WorkloadCircuit::Post(Box::new(c)), x))
                         .unzip();
-                Ok(Job { circuits, inputs })
+                Ok(Job {
+                    circuits,
+                    inputs,
+                    seal: None,
+                })
             }
         })
         .collect()
+}
+
+/// filecoin-proofs' `verify_seal` on a `porep-2k` job's partition proofs, in the MultiProof
+/// layout.
+pub fn verify_seal(seal: &SealStatement, proofs: &[prover_core::Proof]) -> Result<bool> {
+    seal.verify::<Tree2KiB>(&prover_core::Proof::many_to_bytes(proofs))
 }

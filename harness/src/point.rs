@@ -99,6 +99,10 @@ pub struct PointResult {
     pub proofs_failed: u64,
     /// Partition proofs that verified.
     pub partitions_verified: u64,
+    /// `porep-2k`: jobs whose proof filecoin-proofs' `verify_seal` accepted (checked once every
+    /// partition verified; a rejection fails the job). Absent for other workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seals_verified: Option<u64>,
     /// Mean fraction of the wall time the accelerator workers were busy.
     pub accelerator_busy_fraction: Option<f64>,
     /// Per device: busy fraction, stage time, partitions, failures (absent in files written
@@ -136,6 +140,7 @@ impl PointResult {
             proofs_verified: 0,
             proofs_failed: 0,
             partitions_verified: 0,
+            seals_verified: None,
             accelerator_busy_fraction: None,
             devices: Vec::new(),
             fallback_partitions: 0,
@@ -320,6 +325,7 @@ pub fn prepare(cfg: &RunConfig, progress: bool) -> anyhow::Result<Prepared> {
             .map(|_| Job {
                 circuits: vec![circuit.clone(); cfg.partitions],
                 inputs: vec![inputs.clone(); cfg.partitions],
+                seal: None,
             })
             .collect()
     } else {
@@ -330,7 +336,11 @@ pub fn prepare(cfg: &RunConfig, progress: bool) -> anyhow::Result<Prepared> {
                     .collect::<anyhow::Result<Vec<_>>>()?
                     .into_iter()
                     .unzip();
-                Ok(Job { circuits, inputs })
+                Ok(Job {
+                    circuits,
+                    inputs,
+                    seal: None,
+                })
             })
             .collect::<anyhow::Result<_>>()?
     };
@@ -457,11 +467,13 @@ pub fn run_jobs(
     let total = jobs.iter().map(|j| j.circuits.len() as u64).sum::<u64>();
     let n_jobs = jobs.len();
     let mut inputs = Vec::with_capacity(n_jobs);
+    let mut seals = Vec::with_capacity(n_jobs);
     let start = Instant::now();
     let mut handles = Vec::with_capacity(n_jobs);
     let mut rng = rand::thread_rng();
     for job in jobs {
         inputs.push(job.inputs);
+        seals.push(job.seal);
         handles.push(engine.submit(&prepared, job.circuits, &mut rng)?);
     }
     // Jobs are awaited on their own thread, which stamps the end of the last one; this thread
@@ -489,8 +501,9 @@ pub fn run_jobs(
     let mut proofs_verified = 0;
     let mut proofs_failed = 0;
     let mut partitions_verified = 0;
+    let mut seals_verified = seals.iter().any(Option::is_some).then_some(0);
     let mut first_error = None;
-    for (r, xs) in results.iter().zip(&inputs) {
+    for (j, (r, xs)) in results.iter().zip(&inputs).enumerate() {
         match r {
             Ok(proofs) => {
                 let ok_each: Vec<bool> = if verify_proofs_batch(&pvk, proofs, xs, &mut rng)? {
@@ -503,11 +516,26 @@ pub fn run_jobs(
                         .collect::<Result<_, _>>()?
                 };
                 partitions_verified += ok_each.iter().filter(|b| **b).count() as u64;
-                if ok_each.iter().all(|b| *b) {
-                    proofs_verified += 1;
-                } else {
+                if !ok_each.iter().all(|b| *b) {
                     proofs_failed += 1;
                     first_error.get_or_insert_with(|| suspect_parameters(&params_path));
+                } else if let Some(seal) = &seals[j] {
+                    if crate::filecoin::verify_seal(seal, proofs)? {
+                        proofs_verified += 1;
+                        *seals_verified.get_or_insert(0) += 1;
+                    } else {
+                        proofs_failed += 1;
+                        first_error.get_or_insert_with(|| {
+                            format!(
+                                "filecoin-proofs' verify_seal rejected job {j}'s proof, whose \
+                                 every partition proofline's verifier accepted: the job's sector \
+                                 statement (commitments, ticket, seed, prover, sector number) is \
+                                 not the one its circuits were built from"
+                            )
+                        });
+                    }
+                } else {
+                    proofs_verified += 1;
                 }
             }
             Err(e) => {
@@ -551,6 +579,7 @@ pub fn run_jobs(
         proofs_verified,
         proofs_failed,
         partitions_verified,
+        seals_verified,
         accelerator_busy_fraction: Some(stats.mean_accelerator_busy()),
         devices: stats
             .devices
