@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The multi-GPU round (issue 17), on the GPU machine, with binaries built elsewhere: every step
+# runs once per device set of GPU_SETS in the same call, so one device and two are measured by
+# the same binary on the same machine. Each step writes under $OUT/<step>[-g<set>]/.
+#
+#   GPU_SETS="0 0,1" scripts/gpus.sh suite replay real porep c2
+#
+#   BIN        folder with `proofline` (bench profile) and `cuda-device` (the CUDA device suite's
+#              test binary)                                        default .gpu/bin
+#   GPU_SETS   device sets, space-separated (`--gpus` syntax)       default "0"
+#   OUT        where the logs and sweep folders go                  default target/gpus
+#   LOG2       the dense workload's 2^K constraints                 default 22
+#   PARTS      partitions per job in the dense sweeps                default 8
+#   JOBS       jobs per point in the dense sweeps                   default 4
+#   REPLAY_PW, REAL_PW, POREP_JOBS                                 default 1,2,4 / 8,16,32 / 8
+#
+# Steps:
+#   suite   the CUDA device suite on each device of every set (PROOFLINE_TEST_DEVICES=d)
+#   replay  `sweep --replay` on the dense workload (the accelerator bounds it)
+#   real    `sweep --synthesis pce` on the same workload (synthesis may bound it)
+#   porep   `sweep --circuit porep-2k --jobs POREP_JOBS` (each proof checked by verify_seal)
+#   c2      one sector sealed, then `c2 --backend cuda --gpus d` on each device
+# Parameters are generated on the first device when missing (the dense ones under
+# /tmp/proofline-params, the Filecoin ones under /tmp/fil-params).
+set -uo pipefail
+BIN=${BIN:-.gpu/bin}
+GPU_SETS=${GPU_SETS:-0}
+OUT=${OUT:-target/gpus}
+LOG2=${LOG2:-22}
+PARTS=${PARTS:-8}
+JOBS=${JOBS:-4}
+REPLAY_PW=${REPLAY_PW:-1,2,4}
+REAL_PW=${REAL_PW:-8,16,32}
+POREP_JOBS=${POREP_JOBS:-8}
+PARAMS=/tmp/proofline-params
+export FIL_PROOFS_PARAMETER_CACHE=${FIL_PROOFS_PARAMETER_CACHE:-/tmp/fil-params}
+mkdir -p "$OUT" "$PARAMS" "$FIL_PROOFS_PARAMETER_CACHE"
+PL="$BIN/proofline"
+DENSE="--backend cuda --log2-constraints $LOG2 --partitions $PARTS --jobs $JOBS --params-dir $PARAMS"
+status=0
+
+# The devices of every set, each once.
+devices() {
+  tr ' ,' '\n\n' <<<"$GPU_SETS" | grep -v '^$' | sort -un
+}
+
+# Runs a command, its output to $1 (and the last lines to stdout); a failure is remembered.
+step() {
+  local log=$1
+  shift
+  echo "== $(date -u +%T) $*" | tee "$log"
+  local t0=$SECONDS
+  "$@" >>"$log" 2>&1
+  local rc=$?
+  echo "== rc $rc after $((SECONDS - t0)) s" >>"$log"
+  tail -n 30 "$log"
+  [ $rc -eq 0 ] || status=1
+}
+
+echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
+nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader 2>/dev/null || true
+
+for s in "$@"; do
+  case $s in
+    suite)
+      for d in $(devices); do
+        PROOFLINE_TEST_DEVICES=$d step "$OUT/suite-dev$d.txt" "$BIN/cuda-device" --test-threads 1
+      done
+      ;;
+    replay | real)
+      if [ $s = replay ]; then extra="--replay --pw $REPLAY_PW"; else extra="--synthesis pce --pw $REAL_PW"; fi
+      for g in $GPU_SETS; do
+        # shellcheck disable=SC2086
+        step "$OUT/$s-g$g.txt" "$PL" sweep $DENSE $extra --gpus "$g" --out "$OUT/$s-g$g"
+      done
+      ;;
+    porep)
+      for g in $GPU_SETS; do
+        step "$OUT/porep-g$g.txt" "$PL" sweep --backend cuda --circuit porep-2k \
+          --jobs "$POREP_JOBS" --pw 4 --gpus "$g" --out "$OUT/porep-g$g"
+      done
+      ;;
+    c2)
+      rm -rf /tmp/c1-2k
+      step "$OUT/seal.txt" "$PL" filecoin seal --sector-size 2KiB --out /tmp/c1-2k
+      for d in $(devices); do
+        step "$OUT/c2-dev$d.txt" "$PL" c2 --c1 /tmp/c1-2k/c1.json --backend cuda --gpus "$d"
+      done
+      ;;
+    *)
+      echo "unknown step $s (suite, replay, real, porep, c2)" >&2
+      exit 2
+      ;;
+  esac
+done
+exit $status
