@@ -8,7 +8,10 @@
 #   BIN        folder with `proofline` (bench profile) and `cuda-device` (the CUDA device suite's
 #              test binary)                                        default .gpu/bin
 #   GPU_SETS   device sets, space-separated (`--gpus` syntax)       default "0"
-#   OUT        where the logs and sweep folders go                  default target/gpus
+#   OUT        where the logs go, and each sweep's results.json,
+#              results.csv and report.svg                           default target/gpus
+#   WORK       where the sweeps write everything (timelines, logs)  default /tmp/gpus
+#   WORKERS    accelerator workers per device (--gpu-workers)       default 2
 #   LOG2       the dense workload's 2^K constraints                 default 22
 #   PARTS      partitions per job in the dense sweeps                default 8
 #   JOBS       jobs per point in the dense sweeps                   default 4
@@ -26,6 +29,8 @@ set -uo pipefail
 BIN=${BIN:-.gpu/bin}
 GPU_SETS=${GPU_SETS:-0}
 OUT=${OUT:-target/gpus}
+WORK=${WORK:-/tmp/gpus}
+WORKERS=${WORKERS:-2}
 LOG2=${LOG2:-22}
 PARTS=${PARTS:-8}
 JOBS=${JOBS:-4}
@@ -34,9 +39,9 @@ REAL_PW=${REAL_PW:-8,16,32}
 POREP_JOBS=${POREP_JOBS:-8}
 PARAMS=/tmp/proofline-params
 export FIL_PROOFS_PARAMETER_CACHE=${FIL_PROOFS_PARAMETER_CACHE:-/tmp/fil-params}
-mkdir -p "$OUT" "$PARAMS" "$FIL_PROOFS_PARAMETER_CACHE"
+mkdir -p "$OUT" "$WORK" "$PARAMS" "$FIL_PROOFS_PARAMETER_CACHE"
 PL="$BIN/proofline"
-DENSE="--backend cuda --log2-constraints $LOG2 --partitions $PARTS --jobs $JOBS --params-dir $PARAMS"
+DENSE="--backend cuda --gpu-workers $WORKERS --log2-constraints $LOG2 --partitions $PARTS --jobs $JOBS --params-dir $PARAMS"
 status=0
 
 # The devices of every set, each once.
@@ -44,11 +49,17 @@ devices() {
   tr ' ,' '\n\n' <<<"$GPU_SETS" | grep -v '^$' | sort -un
 }
 
+# A sweep's summary files copied from $WORK/$1 to $OUT/$1.
+keep() {
+  mkdir -p "$OUT/$1"
+  cp "$WORK/$1"/results.json "$WORK/$1"/results.csv "$WORK/$1"/report.svg "$OUT/$1/" 2>/dev/null
+}
+
 # Runs a command, its output to $1 (and the last lines to stdout); a failure is remembered.
 step() {
   local log=$1
   shift
-  echo "== $(date -u +%T) $*" | tee "$log"
+  echo "== $(date -u +%T) $*" >"$log"
   local t0=$SECONDS
   "$@" >>"$log" 2>&1
   local rc=$?
@@ -71,13 +82,17 @@ for s in "$@"; do
       if [ $s = replay ]; then extra="--replay --pw $REPLAY_PW"; else extra="--synthesis pce --pw $REAL_PW"; fi
       for g in $GPU_SETS; do
         # shellcheck disable=SC2086
-        step "$OUT/$s-g$g.txt" "$PL" sweep $DENSE $extra --gpus "$g" --out "$OUT/$s-g$g"
+        rm -rf "$WORK/$s-g$g"
+        step "$OUT/$s-g$g.txt" "$PL" sweep $DENSE $extra --gpus "$g" --out "$WORK/$s-g$g"
+        keep "$s-g$g"
       done
       ;;
     porep)
       for g in $GPU_SETS; do
-        step "$OUT/porep-g$g.txt" "$PL" sweep --backend cuda --circuit porep-2k \
-          --jobs "$POREP_JOBS" --pw 4 --gpus "$g" --out "$OUT/porep-g$g"
+        rm -rf "$WORK/porep-g$g"
+        step "$OUT/porep-g$g.txt" "$PL" sweep --backend cuda --gpu-workers "$WORKERS" \
+          --circuit porep-2k --jobs "$POREP_JOBS" --pw 4 --gpus "$g" --out "$WORK/porep-g$g"
+        keep "porep-g$g"
       done
       ;;
     c2)

@@ -96,6 +96,16 @@ DEVICE {FR} {FR}_ntt_power(GLOBAL {FR} *lo, GLOBAL {FR} *hi, uint e, uint s) {
   return w;
 }
 
+// A pass's single twiddle table: out[x] = r^(x << shift) for x < n, from the two-level table
+// of r's powers split at `s` (one product an entry). Made on the device for every transform
+// set: on the host it took one serial product an entry (2^22 of them for a 2^22 domain's last
+// pass), per partition.
+KERNEL void {FR}_ntt_table(GLOBAL {FR} *out, GLOBAL {FR} *lo, GLOBAL {FR} *hi, uint s,
+                           uint shift, uint n) {
+  const uint x = GET_GLOBAL_ID();
+  if (x < n) {FR}_ntt_write(out, x, {FR}_ntt_power(lo, hi, x << shift, s));
+}
+
 // The position, within its column, of slot `m` of a stage's thread: the thread's 2^G slots hold
 // 2^G >> g groups of 2^g elements, group `q`'s elements being 2^shift apart.
 DEVICE uint {FR}_ntt_slot(uint q, uint m, uint g, uint shift) {

@@ -257,6 +257,33 @@ fn powers(c: Scalar, r: Scalar, n: usize) -> Vec<Scalar> {
     out
 }
 
+/// The single table of 2^`log_len` entries `omega^(x << (log_n - log_len))`, made on the device
+/// from the two-level table `roots` of omega's powers (of a domain of 2^`log_n`).
+fn single_table<D: Device>(
+    gpu: &GpuDevice<D>,
+    q: &mut D::Queue,
+    roots: &Powers<D>,
+    log_n: u32,
+    log_len: u32,
+) -> DeviceResult<DeviceBuffer<D>> {
+    let n = 1usize << log_len;
+    let table = gpu.scratch(q, n as u64 * FR, "NTT pass twiddles")?;
+    launch_threads(
+        q,
+        &gpu.names.ntt_table,
+        n,
+        &[
+            Arg::Buffer(table.raw()),
+            Arg::Buffer(roots.lo.raw()),
+            Arg::Buffer(roots.hi.raw()),
+            Arg::U32(split(log_n)),
+            Arg::U32(log_n - log_len),
+            Arg::U32(n as u32),
+        ],
+    )?;
+    Ok(table)
+}
+
 /// What a transform's twiddles need on the device: the root's powers and the inner roots of
 /// one pass. Built once per root and domain, reused by every transform with them.
 pub struct NttTables<D: Device> {
@@ -319,10 +346,9 @@ impl<D: Device> NttTables<D> {
         for d in shape.radices(log_n) {
             let single = lgp > 0 && d + lgp <= max_log_single.min(MAX_LOG_SINGLE);
             singles.push(if single {
-                // w^x for x < R p, w = omega^(N / (R p)).
-                let w = omega.pow_vartime([1u64 << (log_n - d - lgp)]);
-                let table = powers(Scalar::ONE, w, 1 << (d + lgp));
-                Some(gpu.upload_scratch(q, &table, "NTT pass twiddles")?)
+                // w^x for x < R p, w = omega^(N / (R p)): omega^(x << (log_n - d - lgp)), made
+                // on the device from the two-level table.
+                Some(single_table(gpu, q, &roots, log_n, d + lgp)?)
             } else {
                 None
             });

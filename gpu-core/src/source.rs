@@ -123,6 +123,8 @@ fn digest(prefix: &str, text: &str) -> String {
 pub struct KernelNames {
     /// One pass of proofline's NTT over Fr, 2^G elements a thread: entry G - 1.
     pub ntt_pass: [String; NTT_MAX_G as usize],
+    /// A pass's single twiddle table from the two-level table of the root's powers.
+    pub ntt_table: String,
     /// `x[start..n] = 0`.
     pub fill_zero: String,
     /// `x *= y`.
@@ -422,11 +424,12 @@ pub fn log_tail(log: &str, max_chars: usize) -> &str {
 
 impl KernelNames {
     /// Every kernel the host logic launches.
-    pub fn all(&self) -> [&str; 35] {
+    pub fn all(&self) -> [&str; 36] {
         [
             &self.ntt_pass[0],
             &self.ntt_pass[1],
             &self.ntt_pass[2],
+            &self.ntt_table,
             &self.fill_zero,
             &self.mul_assign,
             &self.sub_scaled,
@@ -509,6 +512,7 @@ impl KernelSource {
         .join("\n\n");
         let names = KernelNames {
             ntt_pass: std::array::from_fn(|i| format!("{fr}_ntt_pass_g{}", i + 1)),
+            ntt_table: format!("{fr}_ntt_table"),
             fill_zero: format!("{fr}_fill_zero"),
             mul_assign: format!("{fr}_mul_assign"),
             sub_scaled: format!("{fr}_sub_scaled"),
