@@ -520,19 +520,32 @@ pub fn run_jobs(
                     proofs_failed += 1;
                     first_error.get_or_insert_with(|| suspect_parameters(&params_path));
                 } else if let Some(seal) = &seals[j] {
-                    if crate::filecoin::verify_seal(seal, proofs)? {
-                        proofs_verified += 1;
-                        *seals_verified.get_or_insert(0) += 1;
-                    } else {
-                        proofs_failed += 1;
-                        first_error.get_or_insert_with(|| {
-                            format!(
-                                "filecoin-proofs' verify_seal rejected job {j}'s proof, whose \
-                                 every partition proofline's verifier accepted: the job's sector \
-                                 statement (commitments, ticket, seed, prover, sector number) is \
-                                 not the one its circuits were built from"
-                            )
-                        });
+                    match crate::filecoin::verify_seal(seal, proofs) {
+                        Ok(true) => {
+                            proofs_verified += 1;
+                            *seals_verified.get_or_insert(0) += 1;
+                        }
+                        Ok(false) => {
+                            proofs_failed += 1;
+                            first_error.get_or_insert_with(|| {
+                                format!(
+                                    "filecoin-proofs' verify_seal rejected job {j}'s proof, whose \
+                                     every partition proofline's verifier accepted: the job's \
+                                     sector statement (commitments, ticket, seed, prover, sector \
+                                     number) is not the one its circuits were built from"
+                                )
+                            });
+                        }
+                        // The job's proofs are good by proofline's verifier; the point still
+                        // fails, saying why the second check could not run.
+                        Err(e) => {
+                            proofs_failed += 1;
+                            first_error.get_or_insert_with(|| {
+                                format!(
+                                    "filecoin-proofs' verify_seal could not check job {j}: {e:#}"
+                                )
+                            });
+                        }
                     }
                 } else {
                     proofs_verified += 1;
