@@ -81,7 +81,7 @@ pub fn print_outcome(o: &PointOutcome) {
             );
     for d in &o.stats.devices {
         println!(
-            "device {}: busy {:.0}%, {:.3} s in the accelerator, {} partitions, {} failures{}",
+            "device {}: its workers in the accelerator {:.0}% of the wall time ({:.3} s), {} partitions, {} failures{}",
             d.name,
             100.0 * d.busy_fraction,
             d.accelerator_seconds,

@@ -227,10 +227,25 @@ pub struct RunConfig {
     #[arg(long, value_enum, default_value_t = SynthesisMode::Cs)]
     #[serde(default)]
     pub synthesis: SynthesisMode,
-    /// Whether the device backend traces its queues (set by `--device-trace`).
+    /// Whether the device backend times its queues (every copy and kernel on the device's own
+    /// clock), from which each device's busy share is read: on for the cuda and opencl backends
+    /// of `sweep` and `prove` unless `--no-device-trace`.
     #[arg(skip)]
     #[serde(default)]
     pub trace: bool,
+    /// Whether a sweep's points write their device timeline as files (`sweep --device-trace`:
+    /// `device-trace-pw<N>.csv` and `.svg`).
+    #[arg(skip)]
+    #[serde(default)]
+    pub trace_files: bool,
+}
+
+impl RunConfig {
+    /// Whether a run times the device's queues by default: on a device backend, unless
+    /// `--no-device-trace` (the CPU backend has no queues; its device is its workers).
+    pub fn traces_by_default(&self, no_device_trace: bool) -> bool {
+        self.backend != BackendKind::Cpu && !no_device_trace
+    }
 }
 
 impl RunConfig {
@@ -286,7 +301,7 @@ impl RunConfig {
                     .into(),
             );
         }
-        if self.trace && self.backend == BackendKind::Cpu {
+        if (self.trace || self.trace_files) && self.backend == BackendKind::Cpu {
             return Err(
                 "--device-trace traces a device backend: add --backend cuda or --backend opencl"
                     .into(),

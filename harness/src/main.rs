@@ -62,9 +62,13 @@ enum Cmd {
         /// Output folder (default: target/sweep/<UTC time>).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Trace the device at every point (cuda/opencl): device-trace-pw<N>.csv and .svg.
+        /// Write each point's device timeline (cuda/opencl): device-trace-pw<N>.csv and .svg.
+        /// The device's queues are timed without it too, for its busy share.
         #[arg(long = "device-trace")]
         device_trace: bool,
+        /// Do not time the device's queues (cuda/opencl): the table's device busy is then `-`.
+        #[arg(long = "no-device-trace", conflicts_with = "device_trace")]
+        no_device_trace: bool,
         #[command(flatten)]
         run: RunConfig,
     },
@@ -73,10 +77,14 @@ enum Cmd {
         /// Synthesis workers.
         #[arg(long, default_value_t = 4, value_parser = parse_pw)]
         pw: usize,
-        /// Trace the device (cuda/opencl): every copy and kernel timed on the device's own
-        /// clock, written as this CSV and an SVG beside it, with busy and idle time printed.
+        /// Write the device's timeline (cuda/opencl): every copy and kernel timed on the
+        /// device's own clock, as this CSV and an SVG beside it. Its busy and idle time are
+        /// printed without it too.
         #[arg(long = "device-trace")]
         device_trace: Option<PathBuf>,
+        /// Do not time the device's queues (cuda/opencl).
+        #[arg(long = "no-device-trace", conflicts_with = "device_trace")]
+        no_device_trace: bool,
         #[command(flatten)]
         run: RunConfig,
     },
@@ -163,10 +171,12 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             ram_limit,
             out,
             device_trace,
+            no_device_trace,
             run,
         } => {
             let run = RunConfig {
-                trace: device_trace,
+                trace: device_trace || run.traces_by_default(no_device_trace),
+                trace_files: device_trace,
                 ..run.normalized()
             };
             run.validate().map_err(msg)?;
@@ -242,7 +252,7 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             };
             let outcome = run_point(&cfg, pw, &mut progress)?;
             write_file(&timeline, timeline_csv(&outcome.timeline).as_bytes()).map_err(msg)?;
-            if cfg.trace {
+            if cfg.trace_files {
                 let path = timeline.with_file_name(format!("device-trace-pw{pw}.csv"));
                 let title = format!("{}, pw {pw}", harness::report::report_title(&cfg));
                 harness::report::device_trace::write_trace(&path, &outcome.device_trace, &title)
@@ -254,10 +264,12 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
         Cmd::Prove {
             pw,
             device_trace,
+            no_device_trace,
             run,
         } => {
             let cfg = RunConfig {
-                trace: device_trace.is_some(),
+                trace: device_trace.is_some() || run.traces_by_default(no_device_trace),
+                trace_files: device_trace.is_some(),
                 ..run.normalized()
             };
             let spec = cfg.workload();
@@ -288,6 +300,10 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
                 );
                 harness::report::device_trace::report_trace(&path, &o.device_trace, &title)
                     .map_err(msg)?;
+            } else {
+                harness::report::device_trace::trace_summary(&o.device_trace)
+                    .iter()
+                    .for_each(|l| println!("{l}"));
             }
             anyhow::ensure!(o.result.proofs_failed == 0, "some proofs failed");
             Ok(())

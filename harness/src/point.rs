@@ -178,8 +178,8 @@ pub struct DevicePoint {
     /// The most bytes the driver reported in use, read after each allocation.
     #[serde(default)]
     pub driver_peak_bytes: Option<u64>,
-    /// From the device's own timeline (traced runs only: `--device-trace`): the fraction of
-    /// the trace's window in which a copy or kernel ran on it.
+    /// From the device's own timeline (device backends, unless `--no-device-trace`): the
+    /// fraction of the trace's window in which a copy or kernel ran on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_busy_fraction: Option<f64>,
 }
@@ -262,7 +262,8 @@ pub struct PointOutcome {
     pub ledger: prover_core::ledger::Snapshot,
     /// The device backend's step times (under `PROOFLINE_GPU_PROFILE=1`; empty otherwise).
     pub device_steps: Vec<prover_core::StepTime>,
-    /// The devices' own timeline, when the backend traced (`prove --device-trace`).
+    /// The devices' own timeline, when the backend timed its queues (device backends, unless
+    /// `--no-device-trace`).
     pub device_trace: Vec<prover_core::DeviceSpan>,
 }
 

@@ -118,6 +118,119 @@ fn a_traced_sweep_writes_each_points_device_trace() {
     }
 }
 
+/// The `device busy` cell of point `pw`'s row in a sweep's printed table (its columns are
+/// right-aligned under their headers, and some cells hold spaces, as `91.5 MiB`).
+fn device_busy_cell(text: &str, pw: &str) -> String {
+    let header = text
+        .lines()
+        .find(|l| l.contains("device busy"))
+        .unwrap_or_else(|| panic!("no table: {text}"));
+    let end = header.find("device busy").unwrap() + "device busy".len();
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().take(2).eq([pw, "ok"]))
+        .unwrap_or_else(|| panic!("no row for pw {pw}: {text}"));
+    row[..end].split_whitespace().last().unwrap().to_string()
+}
+
+#[test]
+fn a_sweep_times_the_device_by_default_and_shows_its_own_busy_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = dir.path().join("params");
+    let out = dir.path().join("sweep");
+    let mut args = vec!["sweep"];
+    args.extend(tiny(
+        &params,
+        &["--pw", "1", "--out", out.to_str().unwrap()],
+    ));
+    let Some((ok, text)) = run(&args) else {
+        return;
+    };
+    assert!(ok, "{text}");
+    // Timed without --device-trace, but no timeline files written.
+    assert!(!out.join("device-trace-pw1.csv").exists());
+    let results = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&results).unwrap();
+    assert_eq!(v["config"]["trace"], true, "{results}");
+    assert_eq!(v["config"]["trace_files"], false, "{results}");
+    let d = &v["points"][0]["devices"][0];
+    let own = d["trace_busy_fraction"]
+        .as_f64()
+        .expect("the device's own busy share");
+    assert!(own > 0.0 && own <= 1.0, "{d}");
+    // The table's device busy is that share, not the workers' (the CSV has both).
+    assert_eq!(device_busy_cell(&text, "1"), format!("{own:.2}"), "{text}");
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(
+        col("device_trace_busy_fractions"),
+        format!("{own:.2}"),
+        "{csv}"
+    );
+    let workers = d["busy_fraction"].as_f64().unwrap();
+    assert_eq!(
+        col("device_busy_fractions"),
+        format!("{workers:.2}"),
+        "{csv}"
+    );
+
+    // The twin: --no-device-trace times nothing, and the table says so rather than showing the
+    // workers' share as the device's.
+    let out = dir.path().join("untimed");
+    let mut args = vec!["sweep"];
+    args.extend(tiny(
+        &params,
+        &[
+            "--pw",
+            "1",
+            "--no-device-trace",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
+    let (ok, text) = run(&args).expect("OpenCL was there a moment ago");
+    assert!(ok, "{text}");
+    let results = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&results).unwrap();
+    assert_eq!(v["config"]["trace"], false, "{results}");
+    let d = &v["points"][0]["devices"][0];
+    assert!(d.get("trace_busy_fraction").is_none(), "{d}");
+    assert_eq!(device_busy_cell(&text, "1"), "-", "{text}");
+    // And the two flags together are refused.
+    let mut args = vec!["sweep"];
+    args.extend(tiny(
+        &params,
+        &["--pw", "1", "--device-trace", "--no-device-trace"],
+    ));
+    let (ok, text) = run(&args).expect("a refusal needs no device");
+    assert!(!ok && text.contains("--no-device-trace"), "{text}");
+}
+
+#[test]
+fn prove_prints_the_devices_own_busy_share_without_writing_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = dir.path().join("params");
+    let mut args = vec!["prove"];
+    args.extend(tiny(&params, &["--replay", "--pw", "1"]));
+    let Some((ok, out)) = run(&args) else {
+        return;
+    };
+    assert!(ok, "{out}");
+    assert!(out.contains("device 0 trace: 2 partitions"), "{out}");
+    assert!(out.contains("its workers in the accelerator"), "{out}");
+    // The twin: untimed, no trace summary.
+    let mut args = vec!["prove"];
+    args.extend(tiny(
+        &params,
+        &["--replay", "--pw", "1", "--no-device-trace"],
+    ));
+    let (ok, out) = run(&args).expect("OpenCL was there a moment ago");
+    assert!(ok, "{out}");
+    assert!(!out.contains("device 0 trace"), "{out}");
+}
+
 #[test]
 fn synthetic_runs_a_small_partition_and_says_it_is_no_proof() {
     let dir = tempfile::tempdir().unwrap();

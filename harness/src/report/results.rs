@@ -8,7 +8,7 @@ use prover_core::ledger::human_bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::config::RunConfig;
-use crate::point::{PointResult, PointStatus};
+use crate::point::{DevicePoint, PointResult, PointStatus};
 
 /// The `schema` value of `results.json`.
 pub const SCHEMA: &str = "proofline.sweep.v1";
@@ -154,12 +154,12 @@ pub fn points_csv(points: &[PointResult]) -> String {
          wall_seconds (s),params_load_seconds (s),peak_rss_bytes (B),baseline_rss_bytes (B),\
          ledger_peak_bytes (B),proofs_verified (jobs),proofs_failed (jobs),partitions_verified,\
          accelerator_busy_fraction,device_busy_fractions,fallback_partitions,\
-         device_peak_bytes (B),driver_device_bytes (B)\n",
+         device_peak_bytes (B),driver_device_bytes (B),device_trace_busy_fractions\n",
     );
     for p in points {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             p.pw,
             p.status.name(),
             opt(p.signal),
@@ -175,25 +175,45 @@ pub fn points_csv(points: &[PointResult]) -> String {
             p.proofs_failed,
             p.partitions_verified,
             opt(p.accelerator_busy_fraction),
-            device_busy(p, ";"),
+            per_device(p, ";", workers_busy),
             p.fallback_partitions,
             opt(p.device_peak_bytes),
             opt(driver_device_bytes(p)),
+            per_device(p, ";", trace_busy),
         );
     }
     s
 }
 
-/// Per-device busy fractions, in device order, joined by `sep` (`-` when none was reported).
-fn device_busy(p: &PointResult, sep: &str) -> String {
+/// One figure per device, in device order, joined by `sep` (`-` when no device was reported).
+fn per_device(p: &PointResult, sep: &str, figure: impl Fn(&DevicePoint) -> String) -> String {
     if p.devices.is_empty() {
         return "-".into();
     }
-    p.devices
-        .iter()
-        .map(|d| format!("{:.2}", d.busy_fraction))
-        .collect::<Vec<_>>()
-        .join(sep)
+    p.devices.iter().map(figure).collect::<Vec<_>>().join(sep)
+}
+
+/// A device's workers' share of the wall time in the accelerator stage.
+fn workers_busy(d: &DevicePoint) -> String {
+    format!("{:.2}", d.busy_fraction)
+}
+
+/// A device's busy share of its own timeline (`-` untraced).
+fn trace_busy(d: &DevicePoint) -> String {
+    d.trace_busy_fraction
+        .map_or("-".into(), |t| format!("{t:.2}"))
+}
+
+/// A device's busy share as the table shows it: a traced device's own timeline; the CPU
+/// backend's device, which has no queues, its workers' share; `-` for a device backend's device
+/// run untraced (`--no-device-trace`). Its workers' share counts their host work too: it read
+/// 0.97 while the device itself was 41% busy (docs/gpu.md, call AI).
+fn device_busy_shown(d: &DevicePoint) -> String {
+    if d.trace_busy_fraction.is_none() && d.name.starts_with("cpu") {
+        workers_busy(d)
+    } else {
+        trace_busy(d)
+    }
 }
 
 /// The driver's figure above its baseline, summed over devices (`None` unless every device
@@ -267,7 +287,7 @@ pub fn table(points: &[PointResult]) -> String {
                 p.proofs_verified + p.proofs_failed
             ),
             f(p.accelerator_busy_fraction, 2),
-            device_busy(p, "/"),
+            per_device(p, "/", device_busy_shown),
             b(p.device_peak_bytes),
             b(driver_device_bytes(p)),
             percent_over(driver_device_bytes(p), p.device_peak_bytes),
@@ -383,6 +403,42 @@ mod tests {
                 .unwrap()
                 .ends_with("1000.0 MiB          -        -"),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn the_device_busy_cell_is_the_devices_own_share_never_its_workers_on_a_gpu() {
+        let device = |name: &str, trace: Option<f64>| DevicePoint {
+            device: 0,
+            name: name.into(),
+            busy_fraction: 0.97,
+            accelerator_seconds: 1.0,
+            partitions: 1,
+            failures: 0,
+            retried: 0,
+            in_service: true,
+            allocated_peak_bytes: None,
+            driver_baseline_bytes: None,
+            driver_peak_bytes: None,
+            trace_busy_fraction: trace,
+        };
+        assert_eq!(device_busy_shown(&device("cuda:0", Some(0.41))), "0.41");
+        // Untimed, a GPU's workers' share is not shown as the device's.
+        assert_eq!(device_busy_shown(&device("cuda:0", None)), "-");
+        // The CPU backend's device is its workers.
+        assert_eq!(device_busy_shown(&device("cpu:0", None)), "0.97");
+        let mut p = point(2, 3.0, 30, "ok");
+        p.devices = vec![device("cuda:0", Some(0.41)), device("cuda:1", None)];
+        assert!(
+            table(&[p.clone()]).contains(" 0.41/- "),
+            "{}",
+            table(&[p.clone()])
+        );
+        let csv = points_csv(&[p]);
+        let row = csv.lines().nth(1).unwrap();
+        assert!(
+            row.contains(",0.97;0.97,") && row.ends_with(",0.41;-"),
+            "{row}"
         );
     }
 }
