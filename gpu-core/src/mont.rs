@@ -288,14 +288,7 @@ fn row(
         let mut chain = Vec::new();
         for j in (0..n).step_by(2) {
             if low && j == 0 {
-                chain.push(add(
-                    &even.vars[0],
-                    Src::Var("q".into()),
-                    even.read(0),
-                    false,
-                    true,
-                ));
-                chain.push(add(&even.vars[1], Src::Imm(0), even.read(1), true, true));
+                add_words(&mut chain, even, Src::Var("q".into()), Src::Imm(0), false);
                 continue;
             }
             for (kind, d) in [(Kind::MadLo, j), (Kind::MadHi, j + 1)] {
@@ -325,20 +318,13 @@ fn row(
         }
         for j in (1..n).step_by(2) {
             if low && j == 1 {
-                chain.push(add(
-                    &odd.vars[0],
+                add_words(
+                    &mut chain,
+                    odd,
                     Src::Var("ql".into()),
-                    odd.read(0),
-                    bucket,
-                    true,
-                ));
-                chain.push(add(
-                    &odd.vars[1],
                     Src::Var("qh".into()),
-                    odd.read(1),
-                    true,
-                    true,
-                ));
+                    bucket,
+                );
                 continue;
             }
             for (kind, d) in [(Kind::MadLo, j - 1), (Kind::MadHi, j)] {
@@ -358,6 +344,13 @@ fn row(
         }
         out.push(Step::Chain(chain));
     }
+}
+
+/// Adds the words `lo` and `hi` of a product to `part`'s words 0 and 1 (the carry in `carry_in`,
+/// out of both): a product of [`low_words`] added instead of multiplied.
+fn add_words(chain: &mut Vec<Op>, part: &Acc, lo: Src, hi: Src, carry_in: bool) {
+    chain.push(add(&part.vars[0], lo, part.read(0), carry_in, true));
+    chain.push(add(&part.vars[1], hi, part.read(1), true, true));
 }
 
 /// A source operand as C.
