@@ -143,6 +143,13 @@ pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
             log_tile: 10,
             log_per_thread: 1,
         },
+        // Passes as long as the tile: one column a tile where a pass takes all of it (as the
+        // default's passes of 2^9 in tiles of 2^9).
+        NttShape {
+            max_log_radix: 5,
+            log_tile: 5,
+            log_per_thread: 2,
+        },
     ];
     // 2^17 in passes of 2^3 (and one of 2^2): with single tables up to 2^16 entries the passes
     // after the first read them, the last (2^17) the two-level table; with the default limit

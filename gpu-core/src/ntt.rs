@@ -110,10 +110,14 @@ pub struct NttShape {
 
 impl NttShape {
     /// The default: tiles of 2^9 elements (or the largest the device's local memory and group
-    /// size allow), four elements a thread, passes of up to 2^8 points (two columns a tile).
-    /// Measured on the H200 (docs/gpu.md, eighteenth session): against tiles of 2^10 with eight
-    /// elements a thread and four columns (the default before), 4% faster at 2^24 and 7% at
-    /// 2^27, the H pipeline 5-7%; two elements a thread were slower in every shape tried.
+    /// size allow), four elements a thread, passes of up to a tile's points. Measured on the
+    /// H200 (docs/gpu.md, eighteenth session): against tiles of 2^10 with eight elements a
+    /// thread and four columns (the default before), 4% faster at 2^24 and 7% at 2^27, the H
+    /// pipeline 5-7%; two elements a thread were slower in every shape tried. Passes of up to
+    /// 2^9 points rather than 2^8 change only the sizes they take in fewer passes (the radices
+    /// are spread evenly over as few passes as the largest allows), where a pass of 2^9 points
+    /// has one column a tile: 2^27 in three passes instead of four was 2.2% faster, its H
+    /// pipeline 1.3% (twenty-fourth session, call AP); 2^24 is three passes of 2^8 either way.
     pub fn for_device<D: Device>(gpu: &GpuDevice<D>) -> Self {
         let info = gpu.device.info();
         let log_per_thread = DEFAULT_LOG_PER_THREAD;
@@ -122,7 +126,7 @@ impl NttShape {
             log_tile -= 1;
         }
         NttShape {
-            max_log_radix: log_tile.saturating_sub(1).max(1),
+            max_log_radix: log_tile,
             log_tile,
             log_per_thread,
         }
