@@ -73,7 +73,7 @@ pub fn print_outcome(o: &PointOutcome) {
         f(r.params_load_seconds)
     );
     println!(
-                "stage time summed over partitions: synthesis {:.3} s, accelerator {:.3} s, finalize {:.3} s; accelerator busy {:.0}%",
+                "stage time summed over partitions: synthesis {:.3} s, accelerator {:.3} s, finalize {:.3} s; accelerator workers busy {:.0}%",
                 o.stats.synthesis_seconds,
                 o.stats.accelerator_seconds,
                 o.stats.finalize_seconds,
