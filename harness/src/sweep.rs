@@ -278,7 +278,11 @@ pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> 
     }
     overall.finish_and_clear();
 
-    let recommendation = recommend(&points, cfg.ram_limit);
+    let mut recommendation = recommend(&points, cfg.ram_limit);
+    recommendation.bottleneck = points
+        .iter()
+        .find(|p| Some(p.pw) == recommendation.pw)
+        .and_then(|p| crate::report::bottleneck::bottleneck(p, &cfg.run));
     let results = SweepResults {
         schema: SCHEMA.to_string(),
         git_rev: env!("PROOFLINE_GIT_REV").to_string(),
@@ -319,6 +323,9 @@ pub fn summary(results: &SweepResults) -> String {
             None => format!("none: {}", results.recommendation.reason),
         }
     ));
+    if let Some(b) = &results.recommendation.bottleneck {
+        s.push_str(&format!("bound at that pw: {b}\n"));
+    }
     s.push_str(&format!("results: {}\n", results.config.out.display()));
     s
 }

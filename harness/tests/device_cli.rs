@@ -175,6 +175,12 @@ fn a_sweep_times_the_device_by_default_and_shows_its_own_busy_share() {
         format!("{workers:.2}"),
         "{csv}"
     );
+    // What bounds the recommended point, read from those shares, is printed and kept.
+    let bound = v["recommendation"]["bottleneck"].as_str().expect("a bound");
+    assert!(
+        text.contains(&format!("bound at that pw: {bound}")),
+        "{text}"
+    );
 
     // The twin: --no-device-trace times nothing, and the table says so rather than showing the
     // workers' share as the device's.
@@ -198,6 +204,9 @@ fn a_sweep_times_the_device_by_default_and_shows_its_own_busy_share() {
     let d = &v["points"][0]["devices"][0];
     assert!(d.get("trace_busy_fraction").is_none(), "{d}");
     assert_eq!(device_busy_cell(&text, "1"), "-", "{text}");
+    // Without the device's own share there is no bound to name.
+    assert!(v["recommendation"].get("bottleneck").is_none(), "{results}");
+    assert!(!text.contains("bound at that pw"), "{text}");
     // And the two flags together are refused.
     let mut args = vec!["sweep"];
     args.extend(tiny(

@@ -88,6 +88,22 @@ fn a_tiny_sweep_meets_the_contract() {
     }
     assert_eq!(errors(&old), Vec::<String>::new());
     assert!(v["recommendation"]["pw"].is_u64());
+    // The CPU backend's bound: its accelerator, or synthesis; never a device or host steps.
+    let bound = v["recommendation"]["bottleneck"].as_str().unwrap();
+    assert!(
+        bound.starts_with("the CPU accelerator") || bound.starts_with("synthesis"),
+        "{bound}"
+    );
+    let mut no_bound = v.clone();
+    no_bound["recommendation"]
+        .as_object_mut()
+        .unwrap()
+        .remove("bottleneck");
+    assert_eq!(
+        errors(&no_bound),
+        Vec::<String>::new(),
+        "older files stay valid"
+    );
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3);
     let svg = std::fs::read_to_string(out.join("report.svg")).unwrap();

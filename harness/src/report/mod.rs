@@ -1,7 +1,8 @@
 //! The sweep's outputs: `results.json`, `results.csv` and the summary table ([`results`]),
 //! `timeline-pw<N>.csv` ([`timeline`]), `report.svg` ([`draw`]); `prove --device-trace`'s
-//! files ([`device_trace`]).
+//! files ([`device_trace`]); what bounds the recommended point ([`bottleneck`]).
 
+pub mod bottleneck;
 pub mod device_trace;
 pub mod draw;
 pub mod results;

@@ -65,6 +65,11 @@ pub struct Recommendation {
     pub pw: Option<usize>,
     /// Why.
     pub reason: String,
+    /// What bounds the recommended point, with the setting to try next
+    /// ([`super::bottleneck::bottleneck`]); absent without the figures to tell, and in files
+    /// written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<String>,
 }
 
 /// `results.json`.
@@ -102,6 +107,7 @@ pub fn recommend(points: &[PointResult], ram_limit: Option<u64>) -> Recommendati
         return Recommendation {
             pw: None,
             reason: "no point completed with every proof verified".into(),
+            bottleneck: None,
         };
     }
     let fits: Vec<&PointResult> = ok
@@ -120,6 +126,7 @@ pub fn recommend(points: &[PointResult], ram_limit: Option<u64>) -> Recommendati
                 "no completed point fits --ram-limit {}",
                 human_bytes(ram_limit.unwrap_or(0))
             ),
+            bottleneck: None,
         };
     };
     let chosen = fits
@@ -140,6 +147,7 @@ pub fn recommend(points: &[PointResult], ram_limit: Option<u64>) -> Recommendati
             THROUGHPUT_TIE * 100.0,
             best_tp
         ),
+        bottleneck: None,
     }
 }
 
