@@ -214,6 +214,28 @@ impl DevicePoint {
     }
 }
 
+#[cfg(test)]
+impl DevicePoint {
+    /// A device that completed one partition, with these busy shares and no memory figures
+    /// (for tests).
+    pub(crate) fn with_shares(device: usize, name: &str, busy: f64, trace: Option<f64>) -> Self {
+        DevicePoint {
+            device,
+            name: name.into(),
+            busy_fraction: busy,
+            accelerator_seconds: 1.0,
+            partitions: 1,
+            failures: 0,
+            retried: 0,
+            in_service: true,
+            allocated_peak_bytes: None,
+            driver_baseline_bytes: None,
+            driver_peak_bytes: None,
+            trace_busy_fraction: trace,
+        }
+    }
+}
+
 impl From<&prover_core::DeviceStats> for DevicePoint {
     fn from(d: &prover_core::DeviceStats) -> Self {
         DevicePoint {

@@ -86,19 +86,8 @@ mod tests {
         p.devices = devices
             .iter()
             .enumerate()
-            .map(|(i, t)| DevicePoint {
-                device: i,
-                name: format!("cuda:{i}"),
-                busy_fraction: workers.unwrap_or(0.0),
-                accelerator_seconds: 1.0,
-                partitions: 1,
-                failures: 0,
-                retried: 0,
-                in_service: true,
-                allocated_peak_bytes: None,
-                driver_baseline_bytes: None,
-                driver_peak_bytes: None,
-                trace_busy_fraction: *t,
+            .map(|(i, t)| {
+                DevicePoint::with_shares(i, &format!("cuda:{i}"), workers.unwrap_or(0.0), *t)
             })
             .collect();
         p

@@ -385,18 +385,10 @@ mod tests {
         let mut p = point(2, 3.0, 30, "ok");
         p.device_peak_bytes = Some(1000 << 20);
         let device = |baseline, peak| DevicePoint {
-            device: 0,
-            name: "cuda:0".into(),
-            busy_fraction: 0.5,
-            accelerator_seconds: 1.0,
-            partitions: 1,
-            failures: 0,
-            retried: 0,
-            in_service: true,
             allocated_peak_bytes: Some(1000 << 20),
             driver_baseline_bytes: baseline,
             driver_peak_bytes: peak,
-            trace_busy_fraction: None,
+            ..DevicePoint::with_shares(0, "cuda:0", 0.5, None)
         };
         p.devices = vec![device(Some(500 << 20), Some(1530 << 20))];
         let t = table(&[p.clone()]);
@@ -416,20 +408,7 @@ mod tests {
 
     #[test]
     fn the_device_busy_cell_is_the_devices_own_share_never_its_workers_on_a_gpu() {
-        let device = |name: &str, trace: Option<f64>| DevicePoint {
-            device: 0,
-            name: name.into(),
-            busy_fraction: 0.97,
-            accelerator_seconds: 1.0,
-            partitions: 1,
-            failures: 0,
-            retried: 0,
-            in_service: true,
-            allocated_peak_bytes: None,
-            driver_baseline_bytes: None,
-            driver_peak_bytes: None,
-            trace_busy_fraction: trace,
-        };
+        let device = |name: &str, trace| DevicePoint::with_shares(0, name, 0.97, trace);
         assert_eq!(device_busy_shown(&device("cuda:0", Some(0.41))), "0.41");
         // Untimed, a GPU's workers' share is not shown as the device's.
         assert_eq!(device_busy_shown(&device("cuda:0", None)), "-");
