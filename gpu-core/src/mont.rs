@@ -600,6 +600,18 @@ mod tests {
         num_bigint::BigUint::from_slice(w)
     }
 
+    /// `-p^-1 mod 2^32` (Newton's iteration on the low word) and `R^-1 mod p`: what a
+    /// Montgomery product over `p` needs, and what its result is checked against.
+    fn montgomery_constants(p: &[u32]) -> (u32, num_bigint::BigUint) {
+        let inv = (0..31)
+            .fold(1u32, |x, _| {
+                x.wrapping_mul(2u32.wrapping_sub(p[0].wrapping_mul(x)))
+            })
+            .wrapping_neg();
+        let r = num_bigint::BigUint::from(1u8) << (32 * p.len());
+        (inv, r.modinv(&to_big(p)).expect("p odd"))
+    }
+
     #[test]
     fn the_generated_steps_compute_the_montgomery_product() {
         use rand::{Rng, SeedableRng};
@@ -612,13 +624,8 @@ mod tests {
             vec![0xffff_fff1, 0x7fff_ffff],
         ] {
             let n = p.len();
-            let inv = (0..31).fold(1u32, |x, _| {
-                x.wrapping_mul(2u32.wrapping_sub(p[0].wrapping_mul(x)))
-            });
-            let inv = inv.wrapping_neg();
+            let (inv, r_inv) = montgomery_constants(&p);
             let big_p = to_big(&p);
-            let r = num_bigint::BigUint::from(1u8) << (32 * n);
-            let r_inv = r.modinv(&big_p).expect("p odd");
             let mut cases: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
             let pm1 = (&big_p - 1u8).to_u32_digits();
             let pad = |mut v: Vec<u32>| {
@@ -662,15 +669,8 @@ mod tests {
         assert!(mul_definition("F", &fr, Inline::Always).contains("qh = min("));
         assert!(!mul_definition("F", &fp, Inline::Always).contains("qh = min("));
         // Fp with the added row: its low words are not 1 and 2^32 - 1, so q p's are wrong.
-        let inv = (0..31)
-            .fold(1u32, |x, _| {
-                x.wrapping_mul(2u32.wrapping_sub(fp[0].wrapping_mul(x)))
-            })
-            .wrapping_neg();
+        let (inv, r_inv) = montgomery_constants(&fp);
         let big_p = to_big(&fp);
-        let r_inv = (num_bigint::BigUint::from(1u8) << (32 * fp.len()))
-            .modinv(&big_p)
-            .expect("p odd");
         let a: Vec<u32> = (1..=fp.len() as u32).collect();
         let want = to_big(&a) * to_big(&a) * &r_inv % &big_p;
         let right = to_big(&run_with(&fp, false, inv, &a, &a));

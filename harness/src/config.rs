@@ -241,10 +241,16 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// Whether a run times the device's queues by default: on a device backend, unless
-    /// `--no-device-trace` (the CPU backend has no queues; its device is its workers).
-    pub fn traces_by_default(&self, no_device_trace: bool) -> bool {
-        self.backend != BackendKind::Cpu && !no_device_trace
+    /// The run with its device timing resolved from `--device-trace` (`files`: also write the
+    /// timeline) and `--no-device-trace` (`off`): a device backend times its queues unless
+    /// `off`; the CPU backend has no queues (its device is its workers), so only `files` asks
+    /// it to, which `validate` refuses.
+    pub fn with_device_trace(self, files: bool, off: bool) -> Self {
+        RunConfig {
+            trace: files || (self.backend != BackendKind::Cpu && !off),
+            trace_files: files,
+            ..self
+        }
     }
 }
 

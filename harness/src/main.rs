@@ -174,11 +174,9 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             no_device_trace,
             run,
         } => {
-            let run = RunConfig {
-                trace: device_trace || run.traces_by_default(no_device_trace),
-                trace_files: device_trace,
-                ..run.normalized()
-            };
+            let run = run
+                .normalized()
+                .with_device_trace(device_trace, no_device_trace);
             run.validate().map_err(msg)?;
             let out = output_folder(out.as_deref()).map_err(msg)?;
             let cfg = SweepConfig {
@@ -267,11 +265,9 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             no_device_trace,
             run,
         } => {
-            let cfg = RunConfig {
-                trace: device_trace.is_some() || run.traces_by_default(no_device_trace),
-                trace_files: device_trace.is_some(),
-                ..run.normalized()
-            };
+            let cfg = run
+                .normalized()
+                .with_device_trace(device_trace.is_some(), no_device_trace);
             let spec = cfg.workload();
             let prepared = prepare(&cfg, true)?;
             println!(
