@@ -35,6 +35,10 @@ impl GpuBackend for CpuBackend {
         "cpu"
     }
 
+    fn is_reference(&self) -> bool {
+        true
+    }
+
     fn device_count(&self) -> usize {
         1
     }

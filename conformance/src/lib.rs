@@ -140,11 +140,30 @@ fn accelerate_checked(
     }
 }
 
-/// On every device: the accelerator's sums equal the CPU reference's (b_g2 too when the backend
-/// returns it); hand-backs are untouched. Fails if the backend never produced a result.
+/// What the suite accepts of a backend's hand-backs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandBacks {
+    /// No fault is injected: every call must produce a result.
+    None,
+    /// The backend hands some calls back on purpose (fault injection): each case must still
+    /// produce a result on every device within its rounds, so that a backend refusing a kind of
+    /// partition (all zeros, all ones, an empty density) fails.
+    Injected,
+}
+
+/// Rounds of each case on each device (contexts are reused across partitions).
+const ROUNDS: usize = 3;
+
+/// [`check_accelerate_with`] for a backend with no injected fault.
 pub fn check_accelerate(backend: &dyn GpuBackend) {
+    check_accelerate_with(backend, HandBacks::None)
+}
+
+/// On every device: the accelerator's sums equal the CPU reference's (b_g2 too when the backend
+/// returns it); hand-backs are untouched. Every case must produce results on every device:
+/// every round (`HandBacks::None`), or at least one (`HandBacks::Injected`).
+pub fn check_accelerate_with(backend: &dyn GpuBackend, hand_backs: HandBacks) {
     let mut rng = rand::thread_rng();
-    let mut produced = 0;
     for c in cases(&mut rng) {
         let params = params_for(&c, &mut rng);
         let prepared = backend
@@ -155,8 +174,9 @@ pub fn check_accelerate(backend: &dyn GpuBackend) {
         for device in crate::device::test_devices(backend.device_count()) {
             let what = format!("{} device {device}", backend.name());
             let mut worker = backend.worker(device, 0).expect("a worker");
+            let mut produced = 0;
             // Several partitions per worker: contexts are reused across partitions.
-            for round in 0..3 {
+            for round in 0..ROUNDS {
                 let Some(got) = accelerate_checked(&mut *worker, &prepared, &c, &what) else {
                     continue;
                 };
@@ -171,13 +191,18 @@ pub fn check_accelerate(backend: &dyn GpuBackend) {
                 }
                 assert_eq!(got.plan, want.plan, "plan: {ctx}");
             }
+            let least = match hand_backs {
+                HandBacks::None => ROUNDS,
+                HandBacks::Injected => 1,
+            };
+            assert!(
+                produced >= least,
+                "{what}: {}: {produced} of {ROUNDS} rounds produced a result ({hand_backs:?} \
+                 asks for at least {least})",
+                c.describe()
+            );
         }
     }
-    assert!(
-        produced > 0,
-        "{}: every partition was handed back",
-        backend.name()
-    );
 }
 
 /// A partition of another circuit is handed back untouched, with a shape error.
@@ -216,10 +241,19 @@ fn bp_verify(params: &Parameters, proof: &Proof, inputs: &[Scalar]) -> bool {
     bp::verify_proof(&pvk, &proof, inputs).expect("bellperson's verifier runs")
 }
 
-/// Whole proofs, same r and s: byte for byte the CPU backend's, accepted by bellperson (and a
-/// wrong public input rejected). A hand-back is finished on the CPU, as the engine's fallback
-/// would.
+/// [`check_proofs_with`] for a backend with no injected fault.
 pub fn check_proofs(backend: &dyn GpuBackend, finalizer: &dyn Finalizer) {
+    check_proofs_with(backend, finalizer, HandBacks::None)
+}
+
+/// Whole proofs, same r and s: the backend's own proof (never the CPU's in its place) is byte
+/// for byte the CPU backend's, accepted by bellperson (and a wrong public input rejected). With
+/// `HandBacks::Injected` a case may be handed back before a later round goes through.
+pub fn check_proofs_with(
+    backend: &dyn GpuBackend,
+    finalizer: &dyn Finalizer,
+    hand_backs: HandBacks,
+) {
     let mut rng = rand::thread_rng();
     for c in cases(&mut rng) {
         let params = params_for(&c, &mut rng);
@@ -231,8 +265,19 @@ pub fn check_proofs(backend: &dyn GpuBackend, finalizer: &dyn Finalizer) {
         for device in crate::device::test_devices(backend.device_count()) {
             let mut worker = backend.worker(device, 0).expect("a worker");
             let what = format!("{} device {device}", backend.name());
-            let pending = accelerate_checked(&mut *worker, &prepared, &c, &what)
-                .unwrap_or_else(|| reference(&params, &c));
+            let tries = match hand_backs {
+                HandBacks::None => 1,
+                HandBacks::Injected => ROUNDS,
+            };
+            let pending = (0..tries)
+                .find_map(|_| accelerate_checked(&mut *worker, &prepared, &c, &what))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{what}: {}: handed back {tries} time(s): no proof of the backend's own \
+                         to check",
+                        c.describe()
+                    )
+                });
             let ours = finalizer
                 .finalize(&prepared, pending, rs)
                 .unwrap_or_else(|e| panic!("{what}: finalize: {e}"))
@@ -313,6 +358,9 @@ pub fn check_engine(backend: Arc<dyn GpuBackend>, finalizer: Arc<dyn Finalizer>)
     assert_eq!(stats.devices.len(), devices.len());
     let done: u64 = stats.devices.iter().map(|d| d.partitions).sum();
     assert_eq!(done + stats.fallback_partitions, 12, "{stats:?}");
+    // Every proof was checked before it was reported, and a correct backend's all pass.
+    assert_eq!(stats.partitions_verified, 12, "{stats:?}");
+    assert_eq!(stats.partitions_rejected, 0, "{stats:?}");
     // Twin: parameters prepared by another backend are refused at submit.
     if backend.name() != "cpu" {
         let other = cpu_prepared(prepared.params());
@@ -332,12 +380,20 @@ pub fn check_engine(backend: Arc<dyn GpuBackend>, finalizer: Arc<dyn Finalizer>)
 
 /// Expands to the suite's `#[test]` functions for a backend and its finalizer (expressions
 /// evaluated once per test).
+/// `conformance_tests!(backend, finalizer)` for a backend with no injected fault;
+/// `conformance_tests!(backend, finalizer, injected)` for one that hands back on purpose.
 #[macro_export]
 macro_rules! conformance_tests {
     ($backend:expr, $finalizer:expr) => {
+        $crate::conformance_tests!($backend, $finalizer, $crate::HandBacks::None);
+    };
+    ($backend:expr, $finalizer:expr, injected) => {
+        $crate::conformance_tests!($backend, $finalizer, $crate::HandBacks::Injected);
+    };
+    ($backend:expr, $finalizer:expr, $hand_backs:expr) => {
         #[test]
         fn conformance_accelerate_matches_cpu() {
-            $crate::check_accelerate(&$backend);
+            $crate::check_accelerate_with(&$backend, $hand_backs);
         }
 
         #[test]
@@ -347,7 +403,7 @@ macro_rules! conformance_tests {
 
         #[test]
         fn conformance_proofs_match_cpu_bytes_and_bellperson_verifies() {
-            $crate::check_proofs(&$backend, &$finalizer);
+            $crate::check_proofs_with(&$backend, &$finalizer, $hand_backs);
         }
 
         #[test]

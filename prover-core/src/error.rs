@@ -144,6 +144,15 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// A partition's proof did not verify against its public inputs; says who produced it and
+    /// what that points to (a device fault, the parameters, or the witness).
+    #[error("the proof from {produced_by} does not verify: {detail}")]
+    ProofRejected {
+        /// The device or backend that produced the proof's sums (`cuda:0`, `cpu`).
+        produced_by: String,
+        /// What the rejection points to, and what to do.
+        detail: String,
+    },
     /// A stage panicked; the panic was caught and the partition failed.
     #[error("{stage} panicked: {message}")]
     Panicked {

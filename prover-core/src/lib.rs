@@ -71,4 +71,6 @@ pub use synthesize::{
     Synthesizer, Witness,
 };
 pub use trace::{DeviceSpan, SpanKind, TraceSummary};
-pub use verify::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};
+pub use verify::{
+    check_proof, prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey,
+};

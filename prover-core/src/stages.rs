@@ -142,6 +142,13 @@ pub trait GpuBackend: Send + Sync {
     /// A short name for logs and errors (`cpu`, `cuda`, ...); prepared parameters carry it.
     fn name(&self) -> &str;
 
+    /// Whether the backend computes with the host reference arithmetic (the CPU backend): a
+    /// proof of its that does not verify points to the parameters or the witness, never to a
+    /// device fault. False by default.
+    fn is_reference(&self) -> bool {
+        false
+    }
+
     /// How many devices the backend drives (ordinals `0..device_count()`).
     fn device_count(&self) -> usize;
 

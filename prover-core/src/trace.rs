@@ -87,8 +87,12 @@ pub struct TraceSummary {
     /// From the first span's start to the last one's end, seconds.
     pub window: f64,
     /// Seconds in which at least one span ran (overlapping spans of several workers counted
-    /// once).
+    /// once): copies and kernels.
     pub busy: f64,
+    /// Seconds in which at least one kernel ran (overlaps counted once): the device's own
+    /// computing, without the copies (a copy's span may include time the host spent filling
+    /// its staging buffer, and a copy's DMA does not occupy the device's cores).
+    pub kernel_busy: f64,
     /// Seconds summed per kind (overlaps counted as often as they overlap).
     pub by_kind: BTreeMap<SpanKind, f64>,
     /// Seconds summed per step.
@@ -102,16 +106,29 @@ pub struct TraceSummary {
     /// `partition_busy / sum(partition_windows)` is the share of a partition's window in which
     /// its work kept the device busy; the rest waited for the host).
     pub partition_busy: f64,
+    /// `partition_busy` counting kernels only.
+    pub partition_kernel_busy: f64,
+}
+
+/// `part / whole`, at most 1 (1 for an empty whole: nothing to be idle in).
+fn share(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        (part / whole).min(1.0)
+    } else {
+        1.0
+    }
 }
 
 impl TraceSummary {
     /// `busy / window` (1 for an empty window; never above 1, whatever the rounding).
     pub fn busy_fraction(&self) -> f64 {
-        if self.window > 0.0 {
-            (self.busy / self.window).min(1.0)
-        } else {
-            1.0
-        }
+        share(self.busy, self.window)
+    }
+
+    /// `kernel_busy / window`: the kernels' own share of the window (1 for an empty window),
+    /// at most [`TraceSummary::busy_fraction`].
+    pub fn kernel_busy_fraction(&self) -> f64 {
+        share(self.kernel_busy, self.window)
     }
 
     /// `window - busy`.
@@ -128,13 +145,21 @@ impl TraceSummary {
 
     /// `partition_busy` over the sum of the partitions' windows (1 without partitions).
     pub fn partition_busy_fraction(&self) -> f64 {
-        let total: f64 = self.partition_windows.iter().sum();
-        if total > 0.0 {
-            self.partition_busy / total
-        } else {
-            1.0
-        }
+        share(self.partition_busy, self.partition_windows.iter().sum())
     }
+
+    /// `partition_kernel_busy` over the sum of the partitions' windows (1 without partitions).
+    pub fn partition_kernel_busy_fraction(&self) -> f64 {
+        share(
+            self.partition_kernel_busy,
+            self.partition_windows.iter().sum(),
+        )
+    }
+}
+
+/// Seconds covered by the kernels among sorted spans (overlaps once).
+fn kernel_union<'a>(sorted: impl Iterator<Item = &'a DeviceSpan>) -> f64 {
+    union(sorted.filter(|s| s.kind == SpanKind::Kernel)).0
 }
 
 /// The union of sorted spans: (busy seconds, longest gap between them).
@@ -177,23 +202,27 @@ pub fn summarize(spans: &[DeviceSpan]) -> Vec<TraceSummary> {
                 last = last.max(s.end);
             }
             let (busy, longest_gap) = union(spans.iter().copied());
+            let kernel_busy = kernel_union(spans.iter().copied());
             let mut partition_windows = Vec::new();
-            let mut partition_busy = 0.0;
+            let (mut partition_busy, mut partition_kernel_busy) = (0.0, 0.0);
             for own in partitions.values() {
                 let end = own.iter().map(|s| s.end).fold(f64::NEG_INFINITY, f64::max);
                 partition_windows.push(end - own[0].start);
                 partition_busy += union(own.iter().copied()).0;
+                partition_kernel_busy += kernel_union(own.iter().copied());
             }
             TraceSummary {
                 device,
                 partitions: partitions.len(),
                 window: last - first,
                 busy,
+                kernel_busy,
                 by_kind,
                 by_step,
                 longest_gap,
                 partition_windows,
                 partition_busy,
+                partition_kernel_busy,
             }
         })
         .collect()
@@ -257,5 +286,44 @@ mod tests {
         assert_eq!(nested[0].longest_gap, 0.0);
         assert_eq!(s[1].busy_fraction(), 1.0);
         assert!(summarize(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_kernels_own_busy_share_leaves_out_the_copies() {
+        // A copy [0, 2] under a kernel [1, 3], a copy [3.5, 4] alone, a kernel [5, 6]: the union
+        // covers 3 + 0.5 + 1 = 4.5 s of the 6 s window, the kernels 2 + 1 = 3 s.
+        let spans = [
+            span(0, 0, SpanKind::CopyIn, 0.0, 2.0),
+            span(0, 0, SpanKind::Kernel, 1.0, 3.0),
+            span(0, 1, SpanKind::CopyBeside, 3.5, 4.0),
+            span(0, 1, SpanKind::Kernel, 5.0, 6.0),
+        ];
+        let d = &summarize(&spans)[0];
+        assert!((d.busy - 4.5).abs() < 1e-12, "{d:?}");
+        assert!((d.kernel_busy - 3.0).abs() < 1e-12, "{d:?}");
+        assert!((d.busy_fraction() - 0.75).abs() < 1e-12);
+        assert!((d.kernel_busy_fraction() - 0.5).abs() < 1e-12);
+        // Partition 0: [0, 3], all busy, kernels 2 s; partition 1: [3.5, 6], 1.5 s busy, kernels
+        // 1 s: of 5.5 s of partition windows, 4.5 busy and 3 computing.
+        assert!((d.partition_busy_fraction() - 4.5 / 5.5).abs() < 1e-12);
+        assert!((d.partition_kernel_busy - 3.0).abs() < 1e-12, "{d:?}");
+        assert!((d.partition_kernel_busy_fraction() - 3.0 / 5.5).abs() < 1e-12);
+        // Its twin: the same spans, all kernels, leave nothing to tell apart; all copies, no
+        // kernel time at all in a busy window.
+        let as_kind = |kind| {
+            spans
+                .iter()
+                .map(|s| DeviceSpan { kind, ..s.clone() })
+                .collect()
+        };
+        let kernels: Vec<DeviceSpan> = as_kind(SpanKind::Kernel);
+        let k = &summarize(&kernels)[0];
+        assert!((k.kernel_busy - 4.5).abs() < 1e-12, "{k:?}");
+        assert_eq!(k.kernel_busy_fraction(), k.busy_fraction());
+        let copies: Vec<DeviceSpan> = as_kind(SpanKind::CopyIn);
+        let c = &summarize(&copies)[0];
+        assert!((c.busy - 4.5).abs() < 1e-12, "{c:?}");
+        assert_eq!((c.kernel_busy, c.kernel_busy_fraction()), (0.0, 0.0));
+        assert_eq!(c.partition_kernel_busy_fraction(), 0.0);
     }
 }

@@ -5,7 +5,7 @@
 
 use blstrs::{Bls12, G1Affine, G1Projective, G2Prepared, Gt, Scalar};
 use ff::Field;
-use group::{Curve, Group};
+use group::{prime::PrimeCurveAffine, Curve, Group};
 use pairing::{Engine, MillerLoopResult, MultiMillerLoop};
 
 use crate::error::{Error, Result};
@@ -68,6 +68,26 @@ pub fn verify_proof(pvk: &PreparedVerifyingKey, proof: &Proof, inputs: &[Scalar]
         (&proof.c, &pvk.neg_delta_g2),
     ]);
     Ok(ml.final_exponentiation() == pvk.alpha_g1_beta_g2)
+}
+
+/// Checks a freshly made proof before it leaves the prover: its three points are on their
+/// curves, in the prime-order subgroup and not the identity (a device fault can produce points
+/// that are none of these, and the pairing check assumes them), and the proof verifies for
+/// `inputs`. `Ok(false)` means the proof is wrong.
+pub fn check_proof(pvk: &PreparedVerifyingKey, proof: &Proof, inputs: &[Scalar]) -> Result<bool> {
+    let points_ok = proof.a.is_on_curve()
+        & proof.a.is_torsion_free()
+        & !proof.a.is_identity()
+        & proof.b.is_on_curve()
+        & proof.b.is_torsion_free()
+        & !proof.b.is_identity()
+        & proof.c.is_on_curve()
+        & proof.c.is_torsion_free()
+        & !proof.c.is_identity();
+    if !bool::from(points_ok) {
+        return Ok(false);
+    }
+    verify_proof(pvk, proof, inputs)
 }
 
 /// Verifies many proofs at once with random 128-bit weights (Zcash spec, appendix B.2): one

@@ -187,6 +187,9 @@ pub enum Behaviour {
     Fail,
     /// Panic.
     Panic,
+    /// Prove it on the CPU, then return a wrong h sum, as a faulty device would: the proof
+    /// made from it does not verify.
+    Corrupt,
 }
 
 /// A gate that accelerator calls wait at until the test opens it.
@@ -249,6 +252,9 @@ pub struct TestBackend {
     pub fail_every: Vec<Option<usize>>,
     /// Per emulated device: partitions received.
     pub received: Arc<Vec<AtomicUsize>>,
+    /// Partitions this picks get its behaviour, whatever `rules` say (a backend that refuses,
+    /// or gets wrong, some kind of work).
+    pub pick: Option<(fn(&SynthesizedPartition) -> bool, Behaviour)>,
 }
 
 impl TestBackend {
@@ -269,6 +275,23 @@ impl TestBackend {
             rules,
             fail_every,
             received,
+            pick: None,
+        }
+    }
+
+    /// The backend, handing back every partition `refuse` picks.
+    pub fn refusing(self, refuse: fn(&SynthesizedPartition) -> bool) -> Self {
+        TestBackend {
+            pick: Some((refuse, Behaviour::Fail)),
+            ..self
+        }
+    }
+
+    /// The backend, returning a wrong sum for every partition `corrupt` picks.
+    pub fn corrupting(self, corrupt: fn(&SynthesizedPartition) -> bool) -> Self {
+        TestBackend {
+            pick: Some((corrupt, Behaviour::Corrupt)),
+            ..self
         }
     }
 
@@ -338,6 +361,7 @@ impl GpuBackend for TestBackend {
             rules: self.rules.clone(),
             fail_every: self.fail_every[device],
             received: self.received.clone(),
+            pick: self.pick,
             device,
         }))
     }
@@ -348,6 +372,7 @@ struct TestWorker {
     rules: Vec<(Scalar, Behaviour)>,
     fail_every: Option<usize>,
     received: Arc<Vec<AtomicUsize>>,
+    pick: Option<(fn(&SynthesizedPartition) -> bool, Behaviour)>,
     device: usize,
 }
 
@@ -398,16 +423,25 @@ impl AcceleratorWorker for TestWorker {
             .iter()
             .find(|(x, _)| Some(*x) == first)
             .map_or(Behaviour::Pass, |r| r.1);
+        let behaviour = match self.pick {
+            Some((picks, b)) if picks(&partition) => b,
+            _ => behaviour,
+        };
         match behaviour {
-            Behaviour::Pass => {
+            Behaviour::Pass | Behaviour::Corrupt => {
                 // As a device backend does: a/b/c go back to the engine to be freed off this
                 // thread (the CPU worker consumes them, so a copy stands in).
                 let spent = partition.evaluations.clone();
                 let out = CpuWorker.accelerate(&state.cpu, partition, buffers);
                 buffers.release(BackendBuffer::DeviceAbc);
-                out.map(|p| PendingProof {
-                    spent: Some(spent),
-                    ..p
+                out.map(|mut p| {
+                    if behaviour == Behaviour::Corrupt {
+                        p.sums.h += <blstrs::G1Projective as group::Group>::generator();
+                    }
+                    PendingProof {
+                        spent: Some(spent),
+                        ..p
+                    }
                 })
             }
             Behaviour::Fail => Err(hand_back(partition, "failing on purpose")),

@@ -53,6 +53,8 @@ pub(super) struct DeviceState {
     in_service: AtomicBool,
     consecutive_failures: AtomicUsize,
     pub failures: AtomicU64,
+    /// Partitions whose proof did not verify (counted in `failures` too).
+    pub rejected: AtomicU64,
     pub partitions: AtomicU64,
     /// Partitions it took from its retry channel (handed back by another device).
     pub retried: AtomicU64,
@@ -72,6 +74,7 @@ impl DeviceState {
             in_service: AtomicBool::new(true),
             consecutive_failures: AtomicUsize::new(0),
             failures: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
             partitions: AtomicU64::new(0),
             retried: AtomicU64::new(0),
             busy_nanos: (0..workers).map(|_| AtomicU64::new(0)).collect(),
@@ -84,9 +87,16 @@ impl DeviceState {
         self.in_service.load(Ordering::SeqCst)
     }
 
-    fn record_success(&self) {
+    /// A partition completed: with verification on, once its proof has verified.
+    pub(super) fn record_success(&self) {
         self.partitions.fetch_add(1, Ordering::AcqRel);
         self.consecutive_failures.store(0, Ordering::Release);
+    }
+
+    /// A proof made from this device's sums did not verify: a failure like a hand-back.
+    pub(super) fn record_rejection(&self, max: usize, error: &Error) {
+        self.rejected.fetch_add(1, Ordering::AcqRel);
+        self.record_failure(max, error);
     }
 
     fn record_failure(&self, max: usize, error: &Error) {
@@ -217,8 +227,12 @@ pub(super) fn device_worker(
         add_time(&core.stage_nanos[ACCELERATOR], t);
         match outcome {
             Ok(Ok(pending)) => {
-                dev.record_success();
-                finish(&core, inflight, pending, &pool, &dealloc);
+                // With verification on, the device succeeded once the proof has verified.
+                if inflight.job.verifier.is_none() {
+                    dev.record_success();
+                }
+                inflight.produced_by = Some(d);
+                finish(&core, inflight, pending, &pool, &dealloc, fallback.as_ref());
             }
             Ok(Err(HandBack { partition, error })) => {
                 dev.record_failure(core.config.max_device_failures, &error);
@@ -298,10 +312,25 @@ fn route(
         }
     }
     let Retry {
-        mut inflight,
+        inflight,
         partition,
         ..
     } = retry;
+    to_fallback(core, inflight, partition, error, fallback);
+}
+
+/// Sends a partition to the fallback pool, waiting for one of its slots; without a fallback
+/// backend it fails with `error`.
+pub(super) fn to_fallback(
+    core: &Core,
+    mut inflight: InFlight,
+    partition: SynthesizedPartition,
+    error: Error,
+    fallback: Option<&Sender<FallbackItem>>,
+) {
+    if inflight.skip_if_cancelled() {
+        return;
+    }
     let (Some(tx), Some(slots)) = (fallback, &core.fallback_slots) else {
         return inflight.fail("accelerator", error);
     };
@@ -357,7 +386,7 @@ pub(super) fn fallback_worker(
         add_time(&core.stage_nanos[FALLBACK], t);
         core.fallback_partitions.fetch_add(1, Ordering::AcqRel);
         match outcome {
-            Ok(pending) => finish(&core, inflight, pending, &pool, &dealloc),
+            Ok(pending) => finish(&core, inflight, pending, &pool, &dealloc, None),
             Err(e) => inflight.fail("accelerator (fallback)", e),
         }
         // The partition has left the Fallback stage: its slot frees.

@@ -67,6 +67,11 @@ pub struct Config {
     pub fallback_depth: usize,
     /// Consecutive failures after which a device is taken out of service (>= 1).
     pub max_device_failures: usize,
+    /// Check every partition proof before it is reported (on by default): its points are on
+    /// the curve and in the subgroup, and it verifies for the partition's public inputs (three
+    /// pairings). A device's proof that fails is proved again on the fallback backend and counts
+    /// as a failure of the device. Turn it off only to time the proving alone.
+    pub verify: bool,
 }
 
 impl Default for Config {
@@ -84,6 +89,7 @@ impl Default for Config {
             fallback_threads: 1,
             fallback_depth: 2,
             max_device_failures: 3,
+            verify: true,
         }
     }
 }
@@ -106,6 +112,7 @@ impl fmt::Debug for Config {
             .field("fallback_threads", &self.fallback_threads)
             .field("fallback_depth", &self.fallback_depth)
             .field("max_device_failures", &self.max_device_failures)
+            .field("verify", &self.verify)
             .finish()
     }
 }
@@ -199,8 +206,10 @@ pub struct DeviceStats {
     pub accelerator_seconds: f64,
     /// Partitions it completed.
     pub partitions: u64,
-    /// Partitions it handed back or panicked on.
+    /// Partitions it handed back or panicked on, or whose proof did not verify.
     pub failures: u64,
+    /// Partitions whose proof, made from its sums, did not verify (counted in `failures` too).
+    pub rejected: u64,
     /// Partitions it took over from another device that handed them back.
     pub retried: u64,
     /// False once it was taken out of service after consecutive failures.
@@ -227,6 +236,13 @@ pub struct EngineStats {
     pub finalize_seconds: f64,
     /// Partitions settled (proven, failed or skipped), all jobs.
     pub partitions_settled: u64,
+    /// Partition proofs checked before they were reported (0 with verification off).
+    pub partitions_verified: u64,
+    /// Partition proofs that failed the check (from a device, then proved again on the
+    /// fallback; or from the CPU, failing the job).
+    pub partitions_rejected: u64,
+    /// Seconds spent checking proofs, summed over partitions.
+    pub verify_seconds: f64,
 }
 
 impl EngineStats {

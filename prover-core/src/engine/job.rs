@@ -10,6 +10,7 @@ use crate::ledger::PartitionToken;
 use crate::permit::Permit;
 use crate::proof::Proof;
 use crate::stages::{PreparedParameters, Randomness};
+use crate::verify::PreparedVerifyingKey;
 
 use super::lock;
 
@@ -20,6 +21,9 @@ pub(super) struct JobState {
     /// The fallback backend's preparation of the same parameters (prepared once per
     /// parameters by the engine, shared by every job that uses them).
     pub fallback: Option<PreparedParameters>,
+    /// The prepared verifying key every partition proof is checked with before it is
+    /// reported (`None`: verification is off).
+    pub verifier: Option<Arc<PreparedVerifyingKey>>,
     pub randomness: Vec<Randomness>,
     /// `(abc, rest)` host bytes of one partition, for the budget.
     pub estimate: (u64, u64),
@@ -125,6 +129,9 @@ pub(super) struct InFlight {
     pub index: usize,
     pub token: PartitionToken,
     pub budget: Option<Permit>,
+    /// The device (an index into the engine's devices) whose accelerator produced the
+    /// partition's sums; `None` before the accelerator and on the fallback backend.
+    pub produced_by: Option<usize>,
 }
 
 impl InFlight {

@@ -47,6 +47,7 @@ use crate::params::Parameters;
 use crate::permit::{Permit, Semaphore};
 use crate::stages::{Finalizer, GpuBackend, PreparedParameters, Randomness};
 use crate::synthesize::{SynthesizedPartition, Synthesizer};
+use crate::verify::{prepare_verifying_key, PreparedVerifyingKey};
 
 use accelerator::DeviceState;
 pub use config::{
@@ -61,6 +62,7 @@ const SYNTHESIS: usize = 0;
 const ACCELERATOR: usize = 1;
 const FALLBACK: usize = 2;
 const FINALIZE: usize = 3;
+const VERIFY: usize = 4;
 
 fn secs(nanos: &AtomicU64) -> f64 {
     nanos.load(Ordering::Acquire) as f64 / 1e9
@@ -85,6 +87,8 @@ struct Queued {
 /// The engine's state that does not depend on the circuit type.
 struct Core {
     config: Config,
+    /// Whether the engine's backend is the host reference ([`GpuBackend::is_reference`]).
+    reference: bool,
     finalizer: Arc<dyn Finalizer>,
     ledger: StageLedger,
     budget: Option<MemoryBudget>,
@@ -102,9 +106,13 @@ struct Core {
     accelerating: AtomicUsize,
     /// Partitions waiting in a device's retry channel.
     retries: AtomicUsize,
-    /// Nanoseconds in synthesis, on the devices, on the fallback, in the finalizer.
-    stage_nanos: [AtomicU64; 4],
+    /// Nanoseconds in synthesis, on the devices, on the fallback, in the finalizer, checking
+    /// proofs.
+    stage_nanos: [AtomicU64; 5],
     fallback_partitions: AtomicU64,
+    /// Partition proofs checked, and those that failed the check.
+    verified: AtomicU64,
+    rejected: AtomicU64,
     settled: Arc<AtomicU64>,
     first_submit: Mutex<Option<Instant>>,
 }
@@ -138,6 +146,8 @@ pub struct Engine<C, S> {
     next_job: AtomicU64,
     /// The fallback backend's preparation of each parameter set seen (at most one each).
     fallback_prepared: Mutex<Vec<PreparedParameters>>,
+    /// The prepared verifying key of each parameter set seen (with verification on).
+    verifiers: Mutex<Vec<(Arc<Parameters>, Arc<PreparedVerifyingKey>)>>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -213,6 +223,7 @@ where
                 .as_ref()
                 .map(|_| Semaphore::new(config.fallback_depth as u64)),
             devices,
+            reference: backend.is_reference(),
             finalizer,
             ledger: StageLedger::new(),
             budget,
@@ -222,6 +233,8 @@ where
             retries: AtomicUsize::new(0),
             stage_nanos: Default::default(),
             fallback_partitions: AtomicU64::new(0),
+            verified: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
             settled: Arc::new(AtomicU64::new(0)),
             first_submit: Mutex::new(None),
             config,
@@ -237,6 +250,7 @@ where
             backend: backend.clone(),
             next_job: AtomicU64::new(0),
             fallback_prepared: Mutex::new(Vec::new()),
+            verifiers: Mutex::new(Vec::new()),
             threads: Vec::new(),
         };
         // On an error, dropping the engine stops what did start.
@@ -377,6 +391,21 @@ where
         Ok(Some(p))
     }
 
+    /// The prepared verifying key of `params`, made once per parameter set; `None` with
+    /// verification off.
+    fn verifier_for(&self, params: &Arc<Parameters>) -> Option<Arc<PreparedVerifyingKey>> {
+        if !self.shared.core.config.verify {
+            return None;
+        }
+        let mut cache = lock(&self.verifiers);
+        if let Some((_, v)) = cache.iter().find(|(p, _)| Arc::ptr_eq(p, params)) {
+            return Some(v.clone());
+        }
+        let v = Arc::new(prepare_verifying_key(&params.vk));
+        cache.push((params.clone(), v.clone()));
+        Some(v)
+    }
+
     /// Submits a job: one partition per circuit, proven with `prepared` (which must come from
     /// the engine's backend); its randomisers are drawn now.
     pub fn submit(
@@ -395,6 +424,7 @@ where
             id: self.next_job.fetch_add(1, Ordering::AcqRel),
             prepared: prepared.clone(),
             fallback,
+            verifier: self.verifier_for(prepared.params()),
             estimate: {
                 // The backend's host buffers are reserved with a/b/c and released with them.
                 let (abc, rest) = estimate_partition_bytes(prepared.params());
@@ -447,6 +477,7 @@ where
                     accelerator_seconds: d.busy_nanos.iter().map(secs).sum(),
                     partitions: d.partitions.load(Ordering::Acquire),
                     failures: d.failures.load(Ordering::Acquire),
+                    rejected: d.rejected.load(Ordering::Acquire),
                     retried: d.retried.load(Ordering::Acquire),
                     in_service: d.in_service(),
                 }
@@ -465,6 +496,9 @@ where
             fallback_partitions: core.fallback_partitions.load(Ordering::Acquire),
             finalize_seconds: secs(&core.stage_nanos[FINALIZE]),
             partitions_settled: core.settled.load(Ordering::Acquire),
+            partitions_verified: core.verified.load(Ordering::Acquire),
+            partitions_rejected: core.rejected.load(Ordering::Acquire),
+            verify_seconds: secs(&core.stage_nanos[VERIFY]),
         }
     }
 

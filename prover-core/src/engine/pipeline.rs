@@ -131,6 +131,7 @@ fn synthesize<C, S>(
         index,
         token,
         budget,
+        produced_by: None,
     };
     register_buffers(&mut inflight.token, &partition);
     // A synthesizer other than the CPU one may hold more than the estimate: take the rest from
