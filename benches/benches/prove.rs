@@ -1,5 +1,7 @@
 //! Whole-partition proofs at 2^14 and 2^16 constraints, with bellperson 0.26 proving
-//! the same circuit with the same parameters side by side.
+//! the same circuit with the same parameters side by side; and the engine's check of one
+//! partition proof (`check_proof`, what verification by default adds to each partition) at the
+//! same sizes, so that its share of a partition's proving time is read from one run.
 
 use std::sync::Arc;
 
@@ -10,7 +12,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use prover_core::circuits::DenseCircuit;
 use prover_core::ledger::StageLedger;
 use prover_core::{
-    generate_seeded_parameters, prove, CpuSynthesizer, GpuBackend, PointCheck, Stages,
+    check_proof, generate_seeded_parameters, prepare_verifying_key, prove, CpuSynthesizer,
+    GpuBackend, PointCheck, Stages,
 };
 
 const SIZES: [u32; 2] = [14, 16];
@@ -49,5 +52,43 @@ fn bench_partition_proof(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(prove_benches, bench_partition_proof);
+/// The engine's check of one partition proof: its points' curve and subgroup checks and the
+/// pairing check. Checked before it is timed: the proof passes, a wrong input fails.
+fn bench_check_proof(c: &mut Criterion) {
+    let mut g = c.benchmark_group("partition_check");
+    let stages = Stages {
+        synthesizer: &CpuSynthesizer,
+        backend: &CpuBackend,
+        finalizer: &CpuBackend,
+    };
+    for k in SIZES {
+        let shape = DenseCircuit::with_domain(k, INPUTS, 1);
+        let params = generate_seeded_parameters(shape.clone(), 1).unwrap();
+        let pvk = prepare_verifying_key(&params.vk);
+        let prepared = CpuBackend
+            .prepare(Arc::new(params), &StageLedger::new())
+            .unwrap();
+        let circuit = shape.with_witness(3);
+        let inputs = circuit.public_inputs();
+        let proof = prove(stages, &prepared, vec![circuit], &mut rand::thread_rng())
+            .unwrap()
+            .remove(0);
+        assert!(
+            check_proof(&pvk, &proof, &inputs).unwrap(),
+            "2^{k}: the proof fails"
+        );
+        let mut wrong = inputs.clone();
+        wrong[0] += blstrs::Scalar::from(1u64);
+        assert!(
+            !check_proof(&pvk, &proof, &wrong).unwrap(),
+            "2^{k}: a wrong input passes"
+        );
+        g.bench_function(BenchmarkId::new("proofline", k), |b| {
+            b.iter(|| check_proof(&pvk, &proof, &inputs).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(prove_benches, bench_partition_proof, bench_check_proof);
 criterion_main!(prove_benches);

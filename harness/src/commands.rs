@@ -81,12 +81,13 @@ pub fn print_outcome(o: &PointOutcome) {
             );
     for d in &o.stats.devices {
         println!(
-            "device {}: its workers in the accelerator {:.0}% of the wall time ({:.3} s), {} partitions, {} failures{}",
+            "device {}: its workers in the accelerator {:.0}% of the wall time ({:.3} s), {} partitions, {} failures ({} proofs rejected){}",
             d.name,
             100.0 * d.busy_fraction,
             d.accelerator_seconds,
             d.partitions,
             d.failures,
+            d.rejected,
             if d.in_service { "" } else { ", out of service" }
         );
     }
@@ -97,6 +98,21 @@ pub fn print_outcome(o: &PointOutcome) {
             .map(|s| format!("{} {:.3} s ({}x)", s.name, s.seconds, s.count))
             .collect();
         println!("device steps, summed: {}", steps.join(", "));
+    }
+    match r.verify_seconds {
+        Some(s) => println!(
+            "checked before reporting: {} partition proofs in {s:.3} s ({:.2}% of the stage time \
+             summed), {} rejected",
+            r.partitions_checked,
+            100.0 * s
+                / (o.stats.synthesis_seconds
+                    + o.stats.accelerator_seconds
+                    + o.stats.fallback_seconds
+                    + o.stats.finalize_seconds)
+                    .max(f64::MIN_POSITIVE),
+            r.partitions_rejected
+        ),
+        None => println!("checked before reporting: off (--no-verify)"),
     }
     if o.stats.fallback_partitions > 0 {
         println!(

@@ -227,6 +227,13 @@ pub struct RunConfig {
     #[arg(long, value_enum, default_value_t = SynthesisMode::Cs)]
     #[serde(default)]
     pub synthesis: SynthesisMode,
+    /// Do not check each partition proof before the engine reports it (on by default: three
+    /// pairings a partition, and a device's proof that fails is proved again on the CPU). For
+    /// timing the proving alone; the harness still verifies every job's proofs afterwards,
+    /// outside the timed run.
+    #[arg(long = "no-verify")]
+    #[serde(default)]
+    pub no_verify: bool,
     /// Whether the device backend times its queues (every copy and kernel on the device's own
     /// clock), from which each device's busy share is read: on for the cuda and opencl backends
     /// of `sweep` and `prove` unless `--no-device-trace`.

@@ -112,6 +112,16 @@ pub struct PointResult {
     /// Partitions the fallback backend ran.
     #[serde(default)]
     pub fallback_partitions: u64,
+    /// Partition proofs the engine checked before reporting them (0 under `--no-verify`).
+    #[serde(default)]
+    pub partitions_checked: u64,
+    /// Partition proofs the engine's check rejected.
+    #[serde(default)]
+    pub partitions_rejected: u64,
+    /// Seconds the engine spent checking proofs, summed over partitions (`null` under
+    /// `--no-verify`).
+    #[serde(default)]
+    pub verify_seconds: Option<f64>,
     /// Per stage: peak partitions and peak bytes.
     pub stage_peaks: BTreeMap<String, CountBytes>,
     /// Per buffer kind: peak buffers and peak bytes.
@@ -144,6 +154,9 @@ impl PointResult {
             accelerator_busy_fraction: None,
             devices: Vec::new(),
             fallback_partitions: 0,
+            partitions_checked: 0,
+            partitions_rejected: 0,
+            verify_seconds: None,
             stage_peaks: BTreeMap::new(),
             buffer_peaks: BTreeMap::new(),
         }
@@ -163,8 +176,11 @@ pub struct DevicePoint {
     pub accelerator_seconds: f64,
     /// Partitions it completed.
     pub partitions: u64,
-    /// Partitions it handed back or panicked on.
+    /// Partitions it handed back or panicked on, or whose proof did not verify.
     pub failures: u64,
+    /// Partitions whose proof, made from its sums, did not verify (then proved on the CPU).
+    #[serde(default)]
+    pub rejected: u64,
     /// Partitions it took over from another device that handed them back.
     pub retried: u64,
     /// False if it was taken out of service.
@@ -226,6 +242,7 @@ impl DevicePoint {
             accelerator_seconds: 1.0,
             partitions: 1,
             failures: 0,
+            rejected: 0,
             retried: 0,
             in_service: true,
             allocated_peak_bytes: None,
@@ -245,6 +262,7 @@ impl From<&prover_core::DeviceStats> for DevicePoint {
             accelerator_seconds: d.accelerator_seconds,
             partitions: d.partitions,
             failures: d.failures,
+            rejected: d.rejected,
             retried: d.retried,
             in_service: d.in_service,
             allocated_peak_bytes: None,
@@ -386,15 +404,26 @@ pub fn run_point(
     Ok(run_jobs(cfg, pw, prepared, progress)?.0)
 }
 
-/// What to say when proofs come back that do not verify: the engine checks every size, so
-/// such proofs mean parameters that decode but do not belong to the circuit (or are damaged).
-pub fn suspect_parameters(path: &Path) -> String {
-    format!(
-        "a proof did not verify: the parameter file {} is suspect (it decodes, but its points do \
-         not fit this circuit: damaged, or made for another one); delete it to have proofline \
-         generate it again, or fetch the production file again",
-        path.display()
-    )
+/// What to say when proofs the engine reported do not verify. With the engine's check on, it
+/// rejected every proof that failed (and proved a device's again on the CPU), so such a proof
+/// means the engine itself is broken; with it off (`--no-verify`), a device fault and a
+/// parameter file that decodes but does not belong to the circuit are both suspects.
+pub fn unverified_proof(path: &Path, engine_checked: bool) -> String {
+    if engine_checked {
+        format!(
+            "a proof the engine had checked did not verify again afterwards (parameters {}): \
+             please report this",
+            path.display()
+        )
+    } else {
+        format!(
+            "a proof did not verify, and the engine's own check was off (--no-verify): a device \
+             fault or the parameter file {} (it decodes, but its points may not fit this \
+             circuit) is at fault; run again without --no-verify to have a device's proof \
+             checked and proved again on the CPU, which tells the two apart",
+            path.display()
+        )
+    }
 }
 
 /// The harness's synthesizer: each partition synthesized (through bellpepper's constraint
@@ -451,6 +480,7 @@ pub fn run_jobs(
         },
         // A device backend hands failed partitions to the CPU; the CPU backend has no retry.
         fallback: backends.fallback,
+        verify: !cfg.no_verify,
         ..Config::default()
     };
     let backend = backends.backend.clone();
@@ -541,7 +571,8 @@ pub fn run_jobs(
                 partitions_verified += ok_each.iter().filter(|b| **b).count() as u64;
                 if !ok_each.iter().all(|b| *b) {
                     proofs_failed += 1;
-                    first_error.get_or_insert_with(|| suspect_parameters(&params_path));
+                    first_error
+                        .get_or_insert_with(|| unverified_proof(&params_path, !cfg.no_verify));
                 } else if let Some(seal) = &seals[j] {
                     match crate::filecoin::verify_seal(seal, proofs) {
                         Ok(true) => {
@@ -623,6 +654,9 @@ pub fn run_jobs(
             .map(|d| DevicePoint::new(d, &memory, &traced))
             .collect(),
         fallback_partitions: stats.fallback_partitions,
+        partitions_checked: stats.partitions_verified,
+        partitions_rejected: stats.partitions_rejected,
+        verify_seconds: (!cfg.no_verify).then_some(stats.verify_seconds),
         stage_peaks,
         buffer_peaks,
     };
