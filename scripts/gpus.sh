@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The multi-GPU round (issue 17), on the GPU machine, with binaries built elsewhere: every step
+# A GPU round on the GPU machine, with binaries built elsewhere: every step
 # runs once per device set of GPU_SETS in the same call, so one device and two are measured by
 # the same binary on the same machine. Each step writes under $OUT/<step>[-g<set>]/.
 #
 #   GPU_SETS="0 0,1" scripts/gpus.sh suite replay real porep c2
 #
-#   BIN        folder with `proofline` (bench profile) and `cuda-device` (the CUDA device suite's
-#              test binary)                                        default .gpu/bin
+#   BIN        folder with `proofline` (bench profile), `cuda-device` (the CUDA device suite's
+#              test binary) and `gpu-bench` (benches/benches/gpu.rs)  default .gpu/bin
+#   PEER       the sppark-bench folder (a copy of ../shared/peers/sppark-bench)
+#                                                                  default .gpu/peers/sppark-bench
 #   GPU_SETS   device sets, space-separated (`--gpus` syntax)       default "0"
 #   OUT        where the logs go, and each sweep's results.json,
 #              results.csv and report.svg                           default target/gpus
@@ -23,6 +25,11 @@
 #   real    `sweep --synthesis pce` on the same workload (synthesis may bound it)
 #   porep   `sweep --circuit porep-2k --jobs POREP_JOBS` (each proof checked by verify_seal)
 #   c2      one sector sealed, then `c2 --backend cuda --gpus d` on each device
+#   production  the device suite's production sizes on each device (NTT 2^27 in the default
+#           shape, G1 MSMs 2^24 and 2^27, G2 2^24, each against a known answer)
+#   bench   the checked benchmarks at the GPU machine's sizes (NTT and H pipeline up to 2^27,
+#           each result checked before it is timed), CUDA only
+#   peer    sppark-bench beside them: G1 2^24 and 2^27, NTT 2^27, G2 2^22 and 2^24
 # Parameters are generated on the first device when missing (the dense ones under
 # /tmp/proofline-params, the Filecoin ones under /tmp/fil-params).
 set -uo pipefail
@@ -102,8 +109,23 @@ for s in "$@"; do
         step "$OUT/c2-dev$d.txt" "$PL" c2 --c1 /tmp/c1-2k/c1.json --backend cuda --gpus "$d"
       done
       ;;
+    production)
+      for d in $(devices); do
+        PROOFLINE_TEST_DEVICES=$d PROOFLINE_DEVICE_CHECK_SIZES=production \
+          step "$OUT/production-dev$d.txt" "$BIN/cuda-device" production --test-threads 1 --nocapture
+      done
+      ;;
+    bench)
+      PROOFLINE_GPU_BENCH=full PROOFLINE_GPU_BENCH_API=cuda \
+        step "$OUT/bench.txt" "$BIN/gpu-bench" --bench "${BENCH_FILTER:-}" \
+        --warm-up-time 1 --measurement-time 3 --sample-size 10
+      ;;
+    peer)
+      G1_SIZES=24,27 NTT_SIZES=27 G2_SIZES=22,24 TOTAL_BUDGET=${PEER_BUDGET:-300} \
+        step "$OUT/peer.txt" env OUT="$OUT" bash "${PEER:-.gpu/peers/sppark-bench}/run.sh"
+      ;;
     *)
-      echo "unknown step $s (suite, replay, real, porep, c2)" >&2
+      echo "unknown step $s (suite, replay, real, porep, c2, production, bench, peer)" >&2
       exit 2
       ;;
   esac

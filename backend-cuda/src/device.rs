@@ -18,7 +18,9 @@ use cudarc::driver::sys::{
     CUdevice_attribute, CUdeviceptr, CUevent, CUevent_flags, CUevent_wait_flags, CUstream,
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
-use gpu_core::device::{check_aligned, Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
+use gpu_core::device::{
+    check_aligned, check_copy, Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue, RawBuffer,
+};
 use gpu_core::trace::{QueueSpan, Recorder};
 use prover_core::SpanKind;
 
@@ -170,12 +172,22 @@ fn info(ctx: &Arc<CudaContext>, nvrtc: (i32, i32)) -> DeviceResult<DeviceInfo> {
 
 /// A device allocation of bytes: device-wide, or ordered on the stream it was made for (then
 /// with an event recorded on that stream right after the allocation, which a copy on another
-/// stream waits for before writing into it).
+/// stream waits for before writing into it). It knows its length: every copy is checked
+/// against it (the driver does not check: a copy past the end would write into whatever the
+/// memory pool put next).
 pub struct CuBuffer {
     ptr: CUdeviceptr,
+    /// Bytes asked for (the allocation has at least one more when this is 0).
+    len: u64,
     ctx: Arc<CudaContext>,
     stream: Option<Arc<CudaStream>>,
     allocated: Option<Event>,
+}
+
+impl RawBuffer for CuBuffer {
+    fn len_bytes(&self) -> u64 {
+        self.len
+    }
 }
 
 impl Drop for CuBuffer {
@@ -212,6 +224,7 @@ impl Device for CudaDevice {
         )))?;
         let buffer = CuBuffer {
             ptr,
+            len: bytes as u64,
             ctx: self.ctx.clone(),
             stream: None,
             allocated: None,
@@ -235,6 +248,7 @@ impl Device for CudaDevice {
         // Made first, so that a failure below frees it.
         let mut buffer = CuBuffer {
             ptr,
+            len: bytes as u64,
             ctx: self.ctx.clone(),
             stream: Some(queue.stream.clone()),
             allocated: None,
@@ -300,16 +314,22 @@ impl CudaQueue {
 
     /// A timing event recorded on `stream` (the queue's or its side stream) now, when tracing.
     fn mark_on(&mut self, stream: CUstream) -> DeviceResult<Option<Event>> {
-        if !self.trace.on() {
-            return Ok(None);
-        }
-        let e = match self.spare.pop() {
-            Some(e) => e,
-            None => Event::new()?,
-        };
-        // SAFETY: a live timing event recorded on one of the queue's live streams.
-        unsafe { cu::event::record(e.0, stream) }.map_err(err("recording an event"))?;
-        Ok(Some(e))
+        record_mark(&mut self.spare, self.trace.on(), stream)
+    }
+
+    /// Copies `src` to `dst` through the pinned staging on `stream` (the queue's or its side
+    /// stream) and returns the copy's start mark, recorded when the first DMA is queued (after
+    /// the host has filled the first half), so that the host's fill is not counted as device
+    /// time.
+    fn staged(
+        &mut self,
+        stream: CUstream,
+        dst: CUdeviceptr,
+        src: &[u8],
+    ) -> DeviceResult<Option<Event>> {
+        let (spare, on) = (&mut self.spare, self.trace.on());
+        self.staging
+            .write(stream, dst, src, &mut || record_mark(spare, on, stream))
     }
 
     /// Records the span from `start` (a [`CudaQueue::mark`]) to now.
@@ -375,7 +395,17 @@ impl Staging {
     /// runs. Returns when everything is queued. Each half is refilled only once its last copy
     /// has run, whichever write and stream queued that copy: a copy beside the queue's kernels
     /// returns with its last halves' copies still queued behind whatever its stream waits for.
-    fn write(&mut self, stream: &CudaStream, dst: CUdeviceptr, src: &[u8]) -> DeviceResult<()> {
+    /// `dst` must have room for `src` (the queue checks the range against its buffer first).
+    /// `first` is called once, right before the first DMA is queued (for the copy's start
+    /// mark, which this returns).
+    fn write(
+        &mut self,
+        stream: CUstream,
+        dst: CUdeviceptr,
+        src: &[u8],
+        first: &mut dyn FnMut() -> DeviceResult<Option<Event>>,
+    ) -> DeviceResult<Option<Event>> {
+        let mut start = None;
         for (i, chunk) in src.chunks(STAGING_HALF).enumerate() {
             let half = i % 2;
             // SAFETY: the event was recorded after the last copy out of this half (or never, and
@@ -386,20 +416,37 @@ impl Staging {
                     .map_err(err("waiting for a staged copy"))?;
                 let buf = self.ptr.add(half * STAGING_HALF);
                 copy_in_pieces(chunk, buf);
+                if i == 0 {
+                    start = first()?;
+                }
                 cudarc::driver::sys::cuMemcpyHtoDAsync_v2(
                     dst + (i * STAGING_HALF) as u64,
                     buf.cast(),
                     chunk.len(),
-                    stream.cu_stream(),
+                    stream,
                 )
                 .result()
                 .map_err(err(format!("copying {} bytes to the device", chunk.len())))?;
-                cu::event::record(self.events[half], stream.cu_stream())
+                cu::event::record(self.events[half], stream)
                     .map_err(err("recording a staged copy"))?;
             }
         }
-        Ok(())
+        Ok(start)
     }
+}
+
+/// A timing event recorded on `stream` now, reusing one of `spare`, when tracing (`on`).
+fn record_mark(spare: &mut Vec<Event>, on: bool, stream: CUstream) -> DeviceResult<Option<Event>> {
+    if !on {
+        return Ok(None);
+    }
+    let e = match spare.pop() {
+        Some(e) => e,
+        None => Event::new()?,
+    };
+    // SAFETY: a live timing event recorded on one of the queue's live streams.
+    unsafe { cu::event::record(e.0, stream) }.map_err(err("recording an event"))?;
+    Ok(Some(e))
 }
 
 /// Copies `src` to `dst` in pieces of [`COPY_PIECE`] bytes on rayon's threads.
@@ -452,27 +499,29 @@ impl Queue for CudaQueue {
     type Buffer = CuBuffer;
 
     fn write(&mut self, dst: &CuBuffer, offset: usize, src: &[u8]) -> DeviceResult<()> {
+        check_copy(dst, offset, src.len(), "writing")?;
         self.ctx
             .bind_to_thread()
             .map_err(err("binding the context"))?;
         let to = dst.ptr + offset as u64;
-        let start = self.mark()?;
-        if src.len() >= STAGED_MIN {
-            self.staging.write(&self.stream, to, src)?;
+        let start = if src.len() >= STAGED_MIN {
+            self.staged(self.stream.cu_stream(), to, src)?
         } else {
-            // SAFETY: `dst` has at least `offset + src.len()` bytes (the callers size buffers
-            // for what they write); the copy is finished before returning, so `src` may be
-            // reused.
+            let start = self.mark()?;
+            // SAFETY: `dst` has at least `offset + src.len()` bytes (checked above); the copy is
+            // finished before returning, so `src` may be reused.
             unsafe {
                 cu::memcpy_htod_async(to, src, self.stream.cu_stream())
                     .map_err(err(format!("copying {} bytes to the device", src.len())))?;
             }
-        }
+            start
+        };
         self.span(start, SpanKind::CopyIn, "copy", src.len())?;
         self.stream.synchronize().map_err(err("waiting for a copy"))
     }
 
     fn write_beside(&mut self, dst: &CuBuffer, offset: usize, src: &[u8]) -> DeviceResult<()> {
+        check_copy(dst, offset, src.len(), "writing")?;
         self.ctx
             .bind_to_thread()
             .map_err(err("binding the context"))?;
@@ -486,20 +535,21 @@ impl Queue for CudaQueue {
             .map_err(err("ordering a copy after its buffer's allocation"))?;
         }
         let to = dst.ptr + offset as u64;
-        let start = self.mark_on(side)?;
-        if src.len() >= STAGED_MIN {
+        let start = if src.len() >= STAGED_MIN {
             // The host fills the staging halves from `src` (done when this returns), each
             // half's DMA on the side stream.
-            self.staging.write(&self.side, to, src)?;
+            self.staged(side, to, src)?
         } else {
-            // SAFETY: `dst` has at least `offset + src.len()` bytes; the side stream is waited
-            // for below, so `src` may be reused on return.
+            let start = self.mark_on(side)?;
+            // SAFETY: `dst` has at least `offset + src.len()` bytes (checked above); the side
+            // stream is waited for below, so `src` may be reused on return.
             unsafe {
                 cu::memcpy_htod_async(to, src, side)
                     .map_err(err(format!("copying {} bytes to the device", src.len())))?;
             }
             self.side.synchronize().map_err(err("waiting for a copy"))?;
-        }
+            start
+        };
         self.span_on(side, start, SpanKind::CopyBeside, "copy", src.len())?;
         // SAFETY: a live event recorded on the side stream; the queue's stream waits for it
         // (its work queued from now on runs after the copy; the work already queued does not).
@@ -519,11 +569,13 @@ impl Queue for CudaQueue {
     }
 
     fn read(&mut self, src: &CuBuffer, offset: usize, dst: &mut [u8]) -> DeviceResult<()> {
+        check_copy(src, offset, dst.len(), "reading")?;
         self.ctx
             .bind_to_thread()
             .map_err(err("binding the context"))?;
         let start = self.mark()?;
-        // SAFETY: as above, and `dst` is written before returning.
+        // SAFETY: `src` has at least `offset + dst.len()` bytes (checked above), and `dst` is
+        // written before returning.
         unsafe {
             cu::memcpy_dtoh_async(dst, src.ptr + offset as u64, self.stream.cu_stream())
                 .map_err(err(format!("copying {} bytes from the device", dst.len())))?;
@@ -555,19 +607,22 @@ impl Queue for CudaQueue {
         }
         // Local memory is CUDA's dynamic shared memory: sized at launch, the parameter gets a
         // null pointer (the kernel uses `cuda_shared`).
+        let too_large = |what: &str| {
+            DeviceError::new(format!("launching {kernel}"), format!("{what} past 2^32"))
+        };
         let mut shared = 0u32;
         let mut values: Vec<Value> = args
             .iter()
             .map(|a| match a {
-                Arg::Buffer(b) => Value::Ptr(b.ptr),
-                Arg::U32(v) => Value::U32(*v),
-                Arg::Scalar(s) => Value::Scalar(*s),
+                Arg::Buffer(b) => Ok(Value::Ptr(b.ptr)),
+                Arg::U32(v) => Ok(Value::U32(*v)),
+                Arg::Scalar(s) => Ok(Value::Scalar(*s)),
                 Arg::Local(bytes) => {
-                    shared = *bytes as u32;
-                    Value::Ptr(0)
+                    shared = u32::try_from(*bytes).map_err(|_| too_large("shared memory"))?;
+                    Ok(Value::Ptr(0))
                 }
             })
-            .collect();
+            .collect::<DeviceResult<_>>()?;
         let mut params: Vec<*mut c_void> = values
             .iter_mut()
             .map(|v| match v {
@@ -576,8 +631,8 @@ impl Queue for CudaQueue {
                 Value::Scalar(s) => (s as *mut Scalar).cast(),
             })
             .collect();
-        let grid = u32::try_from(groups)
-            .map_err(|_| DeviceError::new(format!("launching {kernel}"), "too many groups"))?;
+        let grid = u32::try_from(groups).map_err(|_| too_large("groups"))?;
+        let block = u32::try_from(group_size).map_err(|_| too_large("the group size"))?;
         let start = self.mark()?;
         let f = &self.functions[kernel];
         // SAFETY: the parameters match the kernel's in order, type and size (gpu-core's host
@@ -586,7 +641,7 @@ impl Queue for CudaQueue {
             cu::launch_kernel(
                 f.cu_function(),
                 (grid, 1, 1),
-                (group_size as u32, 1, 1),
+                (block, 1, 1),
                 shared,
                 self.stream.cu_stream(),
                 &mut params,

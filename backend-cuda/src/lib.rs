@@ -54,12 +54,14 @@ pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
     let source = KernelSource::new(Limbs::L32);
     // The units and their texts once, for every device (and a rebuild).
     let units = source.units();
+    let cache = gpu_core::cache::KernelCache::from_env();
     let progress = |line: &str| eprintln!("{line}");
     let mut devices = Vec::new();
     for ordinal in 0..count as usize {
         let arch = CudaDevice::arch(ordinal).map_err(|e| fail(e.to_string()))?;
         let modules =
-            nvrtc::modules_of(&units, arch, nvrtc::Cached::Use, &progress).map_err(fail)?;
+            nvrtc::modules_of(&units, arch, cache.as_ref(), nvrtc::Cached::Use, &progress)
+                .map_err(fail)?;
         let from_cache = modules.iter().any(|m| m.cached);
         let device = match CudaDevice::open(ordinal, modules, nvrtc) {
             Ok(device) => device,
@@ -67,8 +69,14 @@ pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
             // again and stored over; a fresh one that fails is the error.
             Err(e) if from_cache => {
                 eprintln!("warning: cached CUDA kernels did not load ({e}); compiling them again");
-                let fresh = nvrtc::modules_of(&units, arch, nvrtc::Cached::Replace, &progress)
-                    .map_err(fail)?;
+                let fresh = nvrtc::modules_of(
+                    &units,
+                    arch,
+                    cache.as_ref(),
+                    nvrtc::Cached::Replace,
+                    &progress,
+                )
+                .map_err(fail)?;
                 CudaDevice::open(ordinal, fresh, nvrtc).map_err(|e| fail(e.to_string()))?
             }
             Err(e) => return Err(fail(e.to_string())),

@@ -18,7 +18,8 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use cudarc::nvrtc::sys;
-use gpu_core::{cache, KernelSource, Unit};
+use gpu_core::cache::{KernelCache, CACHE_VAR};
+use gpu_core::{KernelSource, Unit};
 
 /// Whether the NVRTC library can be opened (it is found through `LD_LIBRARY_PATH` or the
 /// linker cache: `libnvrtc.so.13`).
@@ -201,15 +202,17 @@ fn unit_key(unit: &Unit, arch: (i32, i32), version: (i32, i32)) -> String {
     ))
 }
 
-/// Every kernel's CUBIN for `arch`, in [`gpu_core::KernelNames::all`]'s order: from the cache,
-/// or compiled (all missing units at once, on every core) and stored. `progress` hears of the
-/// compile when there is one (its start, each unit, its end).
+/// Every kernel's CUBIN for `arch`, in [`gpu_core::KernelNames::all`]'s order: from the cache
+/// the environment names ([`KernelCache::from_env`]), or compiled (all missing units at once,
+/// on every core) and stored. `progress` hears of the compile when there is one (its start,
+/// each unit, its end).
 pub fn modules(
     source: &KernelSource,
     arch: (i32, i32),
     progress: Progress<'_>,
 ) -> Result<Vec<Module>, String> {
-    modules_of(&source.units(), arch, Cached::Use, progress)
+    let cache = KernelCache::from_env();
+    modules_of(&source.units(), arch, cache.as_ref(), Cached::Use, progress)
 }
 
 /// Whether [`modules_of`] takes CUBINs from the cache.
@@ -222,16 +225,32 @@ pub enum Cached {
     Replace,
 }
 
-/// Whether `bytes` can be a CUBIN (an ELF image): a cached file that is not one (damaged, or
-/// written by something else) is compiled again and stored over.
+/// Whether `bytes` can be a CUBIN (an ELF image): a cached entry that is sound but holds no
+/// CUBIN (written by something else) is compiled again and stored over.
 fn is_cubin(bytes: &[u8]) -> bool {
     bytes.starts_with(b"\x7fELF")
 }
 
-/// As [`modules`], for any units, with or without the cache.
+/// The CUBIN cached in `cache` for `key`, if there is a sound one (the cache reports a refused
+/// entry; a sound one that is no CUBIN is reported here).
+fn cached_cubin(cache: &KernelCache, key: &str) -> Option<Vec<u8>> {
+    let bin = cache.load("cuda", key)?;
+    if is_cubin(&bin) {
+        return Some(bin);
+    }
+    eprintln!(
+        "warning: the cuda program cache file {} holds no CUBIN (no ELF header); compiling it \
+         again",
+        cache.path("cuda", key).display()
+    );
+    None
+}
+
+/// As [`modules`], for any units, with `cache` (or none: every unit compiled, nothing stored).
 pub fn modules_of(
     units: &[Unit],
     arch: (i32, i32),
+    cache: Option<&KernelCache>,
     from: Cached,
     progress: Progress<'_>,
 ) -> Result<Vec<Module>, String> {
@@ -239,9 +258,9 @@ pub fn modules_of(
     let keys: Vec<String> = units.iter().map(|u| unit_key(u, arch, version)).collect();
     let mut cached: Vec<Option<Vec<u8>>> = keys
         .iter()
-        .map(|k| match from {
-            Cached::Use => cache::load("cuda", k).filter(|b| is_cubin(b)),
-            Cached::Replace => None,
+        .map(|k| match (from, cache) {
+            (Cached::Use, Some(cache)) => cached_cubin(cache, k),
+            _ => None,
         })
         .collect();
     let missing: Vec<usize> = (0..units.len()).filter(|&i| cached[i].is_none()).collect();
@@ -258,10 +277,10 @@ pub fn modules_of(
             version.0,
             version.1,
             threads.min(missing.len()),
-            cache::folder().map_or(
-                "no folder: set PROOFLINE_KERNEL_CACHE or HOME".into(),
-                |f| f.display().to_string()
-            )
+            cache.map_or(format!("no folder: set {CACHE_VAR} or HOME"), |c| c
+                .folder()
+                .display()
+                .to_string())
         ));
         let todo: Vec<&Unit> = missing.iter().map(|&i| &units[i]).collect();
         let built = compile_units(&todo, arch, threads, progress);
@@ -272,7 +291,9 @@ pub fn modules_of(
         ));
         for (&i, bin) in missing.iter().zip(built) {
             let bin = bin?;
-            cache::store("cuda", &keys[i], &bin);
+            if let Some(cache) = cache {
+                cache.store("cuda", &keys[i], &bin);
+            }
             cached[i] = Some(bin);
         }
     }

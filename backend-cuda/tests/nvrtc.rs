@@ -4,6 +4,7 @@
 //! `$PROOFLINE_NVRTC_DIR`, on `LD_LIBRARY_PATH`). Under `CI=true` a missing NVRTC fails the test.
 
 use backend_cuda::nvrtc;
+use gpu_core::cache::KernelCache;
 use gpu_core::{KernelSource, Limbs};
 
 /// Whether `cubin` defines the symbol `name` exactly (an entry of its string table, between
@@ -94,9 +95,9 @@ fn cached_units_are_reused_and_a_damaged_one_rebuilt() {
         return;
     }
     // A unit of one tiny kernel (compiles in a fraction of a second), cached in a folder of its
-    // own. The variable is read by no other test in this binary.
+    // own.
     let dir = tempfile::tempdir().unwrap();
-    std::env::set_var(gpu_core::cache::CACHE_VAR, dir.path());
+    let cache = KernelCache::new(dir.path());
     let unit = gpu_core::Unit {
         kernel: "pl_tiny".into(),
         text: format!(
@@ -106,7 +107,7 @@ fn cached_units_are_reused_and_a_damaged_one_rebuilt() {
     };
     let units = [unit];
     let get = |cached| {
-        nvrtc::modules_of(&units, (9, 0), cached, &|_| {})
+        nvrtc::modules_of(&units, (9, 0), Some(&cache), cached, &|_| {})
             .unwrap()
             .remove(0)
     };
@@ -118,14 +119,33 @@ fn cached_units_are_reused_and_a_damaged_one_rebuilt() {
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
+    let stored = |path: &std::path::Path| {
+        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        let entry = std::fs::read(path).unwrap();
+        gpu_core::cache::decode(&name, &entry).map(<[u8]>::to_vec)
+    };
+    assert_eq!(stored(&files[0]).as_deref(), Ok(&first.cubin[..]));
     let second = get(nvrtc::Cached::Use);
     assert!(second.cached);
     assert_eq!(second.cubin, first.cubin);
-    // Negative twins: a damaged file is compiled again and stored over; `Replace` compiles
-    // even over a good one.
-    std::fs::write(&files[0], b"not a cubin").unwrap();
-    let third = get(nvrtc::Cached::Use);
-    assert!(!third.cached);
-    assert_eq!(std::fs::read(&files[0]).unwrap(), third.cubin);
+    // Negative twins: a damaged file, a bare CUBIN (an older cache's file) and a sound entry
+    // holding no CUBIN are each compiled again and stored over; `Replace` compiles even over a
+    // good one.
+    let mut damaged = std::fs::read(&files[0]).unwrap();
+    *damaged.last_mut().unwrap() ^= 1;
+    let key = files[0].file_stem().unwrap().to_str().unwrap().to_owned();
+    for bad in [
+        damaged,
+        first.cubin.clone(),
+        gpu_core::cache::encode(&key, b"not a cubin"),
+    ] {
+        std::fs::write(&files[0], bad).unwrap();
+        let again = get(nvrtc::Cached::Use);
+        assert!(!again.cached);
+        assert_eq!(stored(&files[0]).as_deref(), Ok(&again.cubin[..]));
+    }
     assert!(!get(nvrtc::Cached::Replace).cached);
+    // With no cache, nothing is read or stored.
+    let none = nvrtc::modules_of(&units, (9, 0), None, nvrtc::Cached::Use, &|_| {}).unwrap();
+    assert!(!none[0].cached);
 }

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::ptr;
 use std::sync::{Arc, OnceLock};
 
-use gpu_core::device::{Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue};
+use gpu_core::device::{
+    check_copy, Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue, RawBuffer,
+};
 use gpu_core::trace::{QueueSpan, Recorder};
 use gpu_core::KernelSource;
 use opencl3::command_queue::{
@@ -21,7 +23,7 @@ use opencl3::types::CL_BLOCKING;
 use prover_core::SpanKind;
 
 use crate::select::Found;
-use gpu_core::cache;
+use gpu_core::cache::KernelCache;
 
 /// One OpenCL device with its built program.
 pub struct OpenClDevice {
@@ -44,8 +46,13 @@ fn raw_err(during: impl Into<String>) -> impl FnOnce(i32) -> DeviceError {
 }
 
 impl OpenClDevice {
-    /// Opens `found` and builds `source` for it (or loads the cached binary).
-    pub fn open(found: &Found, source: &KernelSource) -> DeviceResult<Self> {
+    /// Opens `found` and builds `source` for it, or loads the binary cached in `cache` (a
+    /// binary the driver refuses is built again and stored over).
+    pub fn open(
+        found: &Found,
+        source: &KernelSource,
+        cache: Option<&KernelCache>,
+    ) -> DeviceResult<Self> {
         let d = &found.device;
         let name = d.name().map_err(err("reading the device name"))?;
         let mut info = DeviceInfo {
@@ -69,15 +76,27 @@ impl OpenClDevice {
             "opencl|{}|{}|{}",
             info.platform, info.name, info.driver
         ));
-        let cached = cache::load("opencl", &key)
-            .and_then(|bin| Program::create_and_build_from_binary(&context, &[&bin], "").ok());
+        let cached = cache
+            .and_then(|c| c.load("opencl", &key).map(|bin| (c, bin)))
+            .and_then(|(c, bin)| {
+                Program::create_and_build_from_binary(&context, &[&bin], "")
+                    .map_err(|e| {
+                        eprintln!(
+                            "warning: the driver refused the cached OpenCL program {} ({e}); \
+                             building it again",
+                            c.path("opencl", &key).display()
+                        )
+                    })
+                    .ok()
+            });
         info.program_from_cache = cached.is_some();
         let program = match cached {
             Some(p) => p,
             None => {
                 let p = build(&context, d.id(), &source.text, &name)?;
-                if let Some(bin) = p.get_binaries().ok().and_then(|b| b.into_iter().next()) {
-                    cache::store("opencl", &key, &bin);
+                let bin = p.get_binaries().ok().and_then(|b| b.into_iter().next());
+                if let (Some(cache), Some(bin)) = (cache, bin) {
+                    cache.store("opencl", &key, &bin);
                 }
                 p
             }
@@ -112,8 +131,18 @@ fn build(
     Ok(program)
 }
 
-/// An OpenCL buffer of bytes.
-pub struct ClBuffer(Buffer<u8>);
+/// An OpenCL buffer of bytes, with its length (every copy is checked against it before the
+/// driver is asked, as the CUDA backend checks its own).
+pub struct ClBuffer {
+    buffer: Buffer<u8>,
+    len: u64,
+}
+
+impl RawBuffer for ClBuffer {
+    fn len_bytes(&self) -> u64 {
+        self.len
+    }
+}
 
 impl Device for OpenClDevice {
     type Buffer = ClBuffer;
@@ -126,7 +155,10 @@ impl Device for OpenClDevice {
     fn alloc(&self, bytes: usize) -> DeviceResult<ClBuffer> {
         // SAFETY: no host pointer is given; the size is checked by the caller's gauge.
         unsafe { Buffer::<u8>::create(&self.context, CL_MEM_READ_WRITE, bytes, ptr::null_mut()) }
-            .map(ClBuffer)
+            .map(|buffer| ClBuffer {
+                buffer,
+                len: bytes as u64,
+            })
             .map_err(err(format!(
                 "allocating {bytes} bytes on {}",
                 self.info.name
@@ -172,12 +204,13 @@ impl Queue for OpenClQueue {
     type Buffer = ClBuffer;
 
     fn write(&mut self, dst: &ClBuffer, offset: usize, src: &[u8]) -> DeviceResult<()> {
-        // SAFETY: a blocking write of `src.len()` bytes from a live slice; OpenCL checks the
-        // range against the buffer's size. The event is released by its wrapper.
+        check_copy(dst, offset, src.len(), "writing")?;
+        // SAFETY: a blocking write of `src.len()` bytes from a live slice, inside `dst` (checked
+        // above; OpenCL checks it too). The event is released by its wrapper.
         let event = unsafe {
             enqueue_write_buffer(
                 self.queue.get(),
-                dst.0.get(),
+                dst.buffer.get(),
                 CL_BLOCKING,
                 offset,
                 src.len(),
@@ -192,11 +225,13 @@ impl Queue for OpenClQueue {
     }
 
     fn read(&mut self, src: &ClBuffer, offset: usize, dst: &mut [u8]) -> DeviceResult<()> {
-        // SAFETY: a blocking read into a live mutable slice of the given length.
+        check_copy(src, offset, dst.len(), "reading")?;
+        // SAFETY: a blocking read into a live mutable slice of the given length, from inside
+        // `src` (checked above).
         let event = unsafe {
             enqueue_read_buffer(
                 self.queue.get(),
-                src.0.get(),
+                src.buffer.get(),
                 CL_BLOCKING,
                 offset,
                 dst.len(),
@@ -229,7 +264,7 @@ impl Queue for OpenClQueue {
         let event = unsafe {
             for a in args {
                 match a {
-                    Arg::Buffer(b) => exec.set_arg(&b.0.get()),
+                    Arg::Buffer(b) => exec.set_arg(&b.buffer.get()),
                     Arg::U32(v) => exec.set_arg(v),
                     Arg::Scalar(s) => exec.set_arg(s),
                     Arg::Local(bytes) => exec.set_arg_local_buffer(*bytes),

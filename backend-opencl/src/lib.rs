@@ -46,9 +46,12 @@ pub fn open(options: OpenClOptions) -> prover_core::Result<OpenClBackend> {
     let _one_at_a_time = OPENING.lock().unwrap_or_else(|p| p.into_inner());
     let found = select::select(&options.selector).map_err(backend_err)?;
     let source = KernelSource::new(Limbs::L32);
+    let cache = gpu_core::cache::KernelCache::from_env();
     let devices = found
         .iter()
-        .map(|f| OpenClDevice::open(f, &source).map_err(|e| backend_err(e.to_string())))
+        .map(|f| {
+            OpenClDevice::open(f, &source, cache.as_ref()).map_err(|e| backend_err(e.to_string()))
+        })
         .collect::<prover_core::Result<Vec<_>>>()?;
     Ok(GpuAccelerator::new("opencl", devices, &source.names, {
         let mut gpu = GpuOptions::from_env(options.mem_limit, options.faults)?;

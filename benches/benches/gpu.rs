@@ -15,20 +15,29 @@
 //! API is skipped with the reason printed (OpenCL fails instead under `CI=true`). Each MSM runs
 //! with both MSM kernels (`stock`: `{api}_msm_*`; `sorted`: `{api}_sorted_msm_*`), or the one
 //! `PROOFLINE_GPU_BENCH_MSM=stock|sorted` names.
+//!
+//! What is timed is checked first, at every size and shape (a failed check panics): the NTT's
+//! values at random points against direct evaluation of its input, and its inverse transform
+//! back to the input; the H pipeline's quotient, of a satisfied system (`c = a b`), against the
+//! CPU backend's at the first size, and at every size by the identity `H(r) Z(r) = A(r) B(r) -
+//! C(r)` at a random point `r`.
 
 use std::time::Duration;
 
 use blstrs::{G1Affine, G2Affine, Scalar};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ff::Field;
-use gpu_core::device::Device;
+use gpu_core::device::{bytes_of_mut, Device};
+use gpu_core::memory::DeviceBuffer;
 use gpu_core::msm::{dense_msm, query_msm, Bases, DeviceCurve, MsmKernel, Scan};
-use gpu_core::ntt::{ntt_with, HPipeline, NttShape, NttTables};
+use gpu_core::ntt::{check_ntt, check_quotient_at, ntt_with, HPipeline, NttShape, NttTables};
 use gpu_core::{GpuDevice, Queue};
 use proofline_benches::{g1_bases, g2_bases, porep_like_witness, random_scalars};
+use prover_core::density::ScalarBytes;
 use prover_core::ledger::{Stage, StageLedger};
 use prover_core::plan::{Filter, MsmTerm, ScalarSource};
 use prover_core::Domain;
+use rand::Rng;
 
 struct Sizes {
     ntt: Vec<u32>,
@@ -127,14 +136,22 @@ fn bench_ntt<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>, sizes:
     let mut q = gpu.device.queue().expect("a queue");
     let mut g = group(c, format!("{api}_ntt"));
     let shapes = ntt_shapes(gpu);
+    let mut rng = rand::thread_rng();
     for &k in sizes {
         let d = Domain::new(k).unwrap();
         let v = random_field(d.size());
-        let mut x = gpu.upload(&mut q, &v, "x").unwrap();
-        let mut t = gpu.alloc(d.size() as u64 * 32, "t").unwrap();
         g.throughput(Throughput::Elements(d.size() as u64));
         for (i, shape) in shapes.iter().enumerate() {
             let tables = NttTables::new(gpu, &mut q, k, d.omega, *shape).unwrap();
+            // What is timed is checked first: values at random points, and the way back.
+            let inverse = NttTables::new(gpu, &mut q, k, d.omega_inv(), *shape).unwrap();
+            let spots: Vec<usize> = (0..4).map(|_| rng.gen_range(0..d.size())).collect();
+            if let Err(e) = check_ntt(gpu, &mut q, &v, &tables, &inverse, &spots) {
+                panic!("{api}: {e}");
+            }
+            drop(inverse);
+            let mut x = gpu.upload(&mut q, &v, "x").unwrap();
+            let mut t = gpu.alloc(d.size() as u64 * 32, "t").unwrap();
             g.bench_function(BenchmarkId::from_parameter(shape_id(k, i, shape)), |b| {
                 b.iter(|| {
                     ntt_with(gpu, &mut q, &mut x, &mut t, &tables).unwrap();
@@ -146,31 +163,84 @@ fn bench_ntt<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>, sizes:
     g.finish();
 }
 
-/// The H pipeline on four device vectors (a, b, c, scratch) of random values: its time does not
-/// depend on them, so every iteration runs on what the last one left.
+/// The H pipeline on four device vectors (a, b, c, scratch): a and b random, c their product
+/// (a satisfied system, so that the quotient can be checked at a point). Its time does not
+/// depend on the values, so every iteration runs on what the last one left; the first run
+/// of each size and shape is checked ([`check_quotient`]).
 fn bench_quotient<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>, sizes: &[u32]) {
+    use rayon::prelude::*;
     let mut q = gpu.device.queue().expect("a queue");
     let mut g = group(c, format!("{api}_quotient"));
-    for &k in sizes {
+    for (s, &k) in sizes.iter().enumerate() {
         let d = Domain::new(k).unwrap();
-        let v = random_field(d.size());
-        let [mut x, mut y, mut w, mut t] =
-            ["a", "b", "c", "scratch"].map(|what| gpu.upload(&mut q, &v, what).unwrap());
+        let (a, b) = (random_field(d.size()), random_field(d.size()));
+        let abc: [Vec<Scalar>; 3] = [
+            a.clone(),
+            b.clone(),
+            a.par_iter().zip(&b).map(|(a, b)| *a * b).collect(),
+        ];
+        drop((a, b));
+        // The CPU reference at the first size only (at 2^27 it takes minutes).
+        let reference = (s == 0).then(|| {
+            let [a, b, c] = abc.clone();
+            backend_cpu::ntt::quotient(a, b, c, &d)
+        });
         g.throughput(Throughput::Elements(d.size() as u64));
         for (i, shape) in ntt_shapes(gpu).iter().enumerate() {
             let p = HPipeline::new(gpu, &mut q, &d, *shape).unwrap();
+            let [mut x, mut y, mut w] = abc
+                .each_ref()
+                .map(|v| gpu.upload(&mut q, v, "H input").unwrap());
+            let mut t = gpu.alloc(d.size() as u64 * 32, "scratch").unwrap();
+            let run = |q: &mut D::Queue, [x, y, w, t]: [&mut DeviceBuffer<D>; 4]| {
+                p.coset(gpu, q, x, t).unwrap();
+                p.mul_coset(gpu, q, y, t, x).unwrap();
+                p.sub_coset_div_z(gpu, q, w, t, x).unwrap();
+                p.coefficients(gpu, q, x, t).unwrap();
+                q.synchronize().unwrap();
+            };
+            run(&mut q, [&mut x, &mut y, &mut w, &mut t]);
+            let mut h = vec![ScalarBytes::default(); d.size()];
+            q.read(x.raw(), 0, bytes_of_mut(&mut h)).unwrap();
+            let what = format!("{api} quotient {}", shape_id(k, i, shape));
+            check_quotient(&what, &h, &abc, &d, reference.as_deref());
             g.bench_function(BenchmarkId::from_parameter(shape_id(k, i, shape)), |b| {
-                b.iter(|| {
-                    p.coset(gpu, &mut q, &mut x, &mut t).unwrap();
-                    p.mul_coset(gpu, &mut q, &mut y, &mut t, &x).unwrap();
-                    p.sub_coset_div_z(gpu, &mut q, &mut w, &mut t, &x).unwrap();
-                    p.coefficients(gpu, &mut q, &mut x, &mut t).unwrap();
-                    q.synchronize().unwrap();
-                })
+                b.iter(|| run(&mut q, [&mut x, &mut y, &mut w, &mut t]))
             });
         }
     }
     g.finish();
+}
+
+/// Checks the H pipeline's output `h` (canonical exponents, the domain's size, the last
+/// unused) for the satisfied system `abc`: its coefficients equal the CPU backend's where
+/// `reference` holds them, and `H(r) Z(r) = A(r) B(r) - C(r)` at a random `r`. Panics with
+/// `what` and the difference.
+fn check_quotient(
+    what: &str,
+    h: &[ScalarBytes],
+    abc: &[Vec<Scalar>; 3],
+    d: &Domain,
+    reference: Option<&[Scalar]>,
+) {
+    use rayon::prelude::*;
+    let h: Vec<Scalar> = h[..d.size() - 1]
+        .par_iter()
+        .map(|s| {
+            s.to_scalar()
+                .unwrap_or_else(|| panic!("{what}: a coefficient is not canonical"))
+        })
+        .collect();
+    if let Some(want) = reference {
+        if let Some(j) = (0..h.len()).find(|&j| h[j] != want[j]) {
+            panic!("{what}: coefficient {j} is not the CPU backend's");
+        }
+    }
+    let r = Scalar::random(rand::thread_rng());
+    let [a, b, c] = abc;
+    if let Err(e) = check_quotient_at(&h, [a, b, c], d, r) {
+        panic!("{what}: {e}");
+    }
 }
 
 fn bench_dense<D: Device, G: DeviceCurve>(

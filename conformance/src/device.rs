@@ -36,27 +36,98 @@ use rand::{Rng, RngCore};
 
 use crate::{cases, SuiteCircuit};
 
-/// The sizes the stage checks run: small by default (CI's POCL); with
+/// How large the suite's stage checks are: small by default (CI's POCL); with
 /// `PROOFLINE_DEVICE_CHECK_SIZES=large` (a GPU) the sizes where the windows and the NTT passes
-/// of real partitions appear.
+/// of real partitions appear; with `=production` (a GPU of 80 GB) those and a production
+/// partition's own: the NTT of 2^27 points, G1 MSMs of 2^24 and 2^27 terms and a G2 MSM of 2^24,
+/// checked against answers known without a CPU MSM ([`check_known_answers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuiteSizes {
+    /// CI's sizes.
+    Small,
+    /// A GPU's stage sizes.
+    Large,
+    /// A GPU's stage sizes and a production partition's.
+    Production,
+}
+
+/// The environment variable that picks the suite's sizes ([`SuiteSizes`]).
+pub const SIZES_VAR: &str = "PROOFLINE_DEVICE_CHECK_SIZES";
+
+impl SuiteSizes {
+    /// `small`, `large` or `production`.
+    pub fn parse(value: &str) -> Result<Self, String> {
+        match value.trim() {
+            "small" => Ok(SuiteSizes::Small),
+            "large" => Ok(SuiteSizes::Large),
+            "production" => Ok(SuiteSizes::Production),
+            other => Err(format!(
+                "{SIZES_VAR}={other}: expected `small`, `large` or `production`"
+            )),
+        }
+    }
+
+    /// From `PROOFLINE_DEVICE_CHECK_SIZES` (unset: small). A bad value fails the test that
+    /// asked.
+    pub fn from_env() -> Self {
+        match std::env::var(SIZES_VAR) {
+            Ok(v) => Self::parse(&v).unwrap_or_else(|e| panic!("{e}")),
+            Err(_) => SuiteSizes::Small,
+        }
+    }
+
+    /// The sizes of the NTT, H pipeline and query MSM checks.
+    fn stages(self) -> Sizes {
+        match self {
+            SuiteSizes::Large | SuiteSizes::Production => Sizes {
+                ntt_logs: vec![13, 14, 15, 16, 18, 21],
+                msm_terms: vec![3000, 1 << 13, (1 << 14) + 7, 1 << 16],
+            },
+            SuiteSizes::Small => Sizes {
+                // 2^14: the element-wise kernels run several groups, the NTT two passes.
+                ntt_logs: vec![0, 1, 2, 3, 9, 11, 14],
+                msm_terms: vec![1, 7, 100, 257, 3000],
+            },
+        }
+    }
+
+    /// The sizes of the known-answer checks (logarithms), and their tables' (points).
+    fn known(self) -> KnownSizes {
+        match self {
+            SuiteSizes::Small => KnownSizes {
+                ntt_log: 10,
+                g1_logs: vec![8],
+                g2_logs: vec![5],
+                table_log: 4,
+            },
+            SuiteSizes::Large => KnownSizes {
+                ntt_log: 21,
+                g1_logs: vec![16],
+                g2_logs: vec![14],
+                table_log: gpu_core::synthetic::TABLE_LOG,
+            },
+            SuiteSizes::Production => KnownSizes {
+                ntt_log: 27,
+                g1_logs: vec![24, 27],
+                g2_logs: vec![24],
+                table_log: gpu_core::synthetic::TABLE_LOG,
+            },
+        }
+    }
+}
+
+/// The sizes the stage checks run.
 struct Sizes {
     ntt_logs: Vec<u32>,
     msm_terms: Vec<usize>,
 }
 
-fn sizes() -> Sizes {
-    if std::env::var("PROOFLINE_DEVICE_CHECK_SIZES").is_ok_and(|v| v == "large") {
-        Sizes {
-            ntt_logs: vec![13, 14, 15, 16, 18, 21],
-            msm_terms: vec![3000, 1 << 13, (1 << 14) + 7, 1 << 16],
-        }
-    } else {
-        Sizes {
-            // 2^14: the element-wise kernels run several groups, the NTT two passes.
-            ntt_logs: vec![0, 1, 2, 3, 9, 11, 14],
-            msm_terms: vec![1, 7, 100, 257, 3000],
-        }
-    }
+/// The sizes the known-answer checks run.
+struct KnownSizes {
+    ntt_log: u32,
+    g1_logs: Vec<u32>,
+    g2_logs: Vec<u32>,
+    table_log: u32,
 }
 
 /// The environment variable that picks the devices the suite runs on (test binaries take no
@@ -115,7 +186,7 @@ fn random_scalars(n: usize, rng: &mut impl rand::RngCore) -> Vec<Scalar> {
 /// from the two-level table while the passes before it read single tables) and the whole H
 /// pipeline (both memory modes, inputs shorter than the domain) on `gpu` equal the CPU
 /// backend's, on fresh random inputs; a wrong root gives another transform.
-pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
+pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>, sizes: SuiteSizes) {
     let mut q = gpu.device.queue().unwrap();
     let mut rng = rand::thread_rng();
     let shapes = [
@@ -177,7 +248,7 @@ pub fn check_ntt_and_quotient<D: Device>(gpu: &GpuDevice<D>) {
             "NTT 2^17 {shape:?}, single tables up to 2^{limit}"
         );
     }
-    for log in sizes().ntt_logs {
+    for log in sizes.stages().ntt_logs {
         let d = Domain::new(log).unwrap();
         let n = d.size();
         let v = random_scalars(n, &mut rng);
@@ -356,6 +427,7 @@ fn witness_with(aux: Vec<ScalarBytes>, density: Density) -> Witness {
 fn check_msm<D: Device, G, P, R: rand::RngCore>(
     gpu: &GpuDevice<D>,
     rng: &mut R,
+    sizes: SuiteSizes,
     stream: bool,
     kernel: MsmKernel,
     point: impl Fn(&mut R, bool) -> G,
@@ -366,7 +438,7 @@ fn check_msm<D: Device, G, P, R: rand::RngCore>(
     P: Group,
 {
     let mut q = gpu.device.queue().unwrap();
-    for n in sizes().msm_terms {
+    for n in sizes.stages().msm_terms {
         for mix in [Mix::Zeros, Mix::Ones, Mix::Mixed, Mix::Dense, Mix::Equal] {
             // Repeated bases: a handful of distinct points, one identity among them.
             let distinct: Vec<G> = (0..5).map(|i| point(rng, i == 4)).collect();
@@ -454,7 +526,7 @@ pub const STREAM_LIMIT: u64 = 320 << 10;
 /// unused variable in three, repeated bases with an identity among them, 1 to 3000 terms; the
 /// bases resident, or (`stream`) streamed from the host in chunks. A changed scalar changes the
 /// sum. With `stream`, give the device a limit of [`STREAM_LIMIT`].
-pub fn check_msms<D: Device>(gpu: &GpuDevice<D>, stream: bool) {
+pub fn check_msms<D: Device>(gpu: &GpuDevice<D>, sizes: SuiteSizes, stream: bool) {
     let mut rng = rand::thread_rng();
     if !stream {
         check_sorted_shapes(gpu, &mut rng, |r, zero| {
@@ -473,14 +545,14 @@ pub fn check_msms<D: Device>(gpu: &GpuDevice<D>, stream: bool) {
         });
     }
     for kernel in [MsmKernel::Stock, MsmKernel::Sorted] {
-        check_msm(gpu, &mut rng, stream, kernel, |r, zero| {
+        check_msm(gpu, &mut rng, sizes, stream, kernel, |r, zero| {
             if zero {
                 G1Affine::identity()
             } else {
                 G1Projective::random(r).to_affine()
             }
         });
-        check_msm(gpu, &mut rng, stream, kernel, |r, zero| {
+        check_msm(gpu, &mut rng, sizes, stream, kernel, |r, zero| {
             if zero {
                 G2Affine::identity()
             } else {
@@ -488,6 +560,115 @@ pub fn check_msms<D: Device>(gpu: &GpuDevice<D>, stream: bool) {
             }
         });
     }
+}
+
+/// A production partition's transform and MSMs at `sizes`' known-answer sizes (at
+/// [`SuiteSizes::Production`]: the NTT of 2^27 points in the device's default shape, G1 MSMs of
+/// 2^24 and 2^27 terms, a G2 MSM of 2^24), where a CPU reference would take too long:
+///
+/// - the NTT's values at a few points against direct evaluation of its input as a polynomial,
+///   and the inverse transform back to the input ([`gpu_core::ntt::check_ntt`]); a transform
+///   by another root fails the same check;
+/// - dense MSMs of random exponents, with each MSM kernel, over bases made on the device from a
+///   table of the generator's products by known scalars ([`gpu_core::synthetic`]): every base's
+///   discrete logarithm is known, so the sum is `(sum_i s_i log_i) G`, from scalar arithmetic
+///   ([`known_msm`], checked against a CPU MSM at small sizes); one exponent changed on the
+///   device moves the sum by that base's multiple.
+///
+/// [`known_msm`]: gpu_core::synthetic::known_msm
+pub fn check_known_answers<D: Device>(gpu: &GpuDevice<D>, sizes: SuiteSizes) {
+    use gpu_core::ntt::{check_ntt, check_values};
+    use gpu_core::synthetic::random_field;
+    let known = sizes.known();
+    let mut rng = rand::thread_rng();
+    let mut q = gpu.device.queue().expect("a queue");
+    let log = known.ntt_log;
+    let d = Domain::new(log).unwrap();
+    let n = d.size();
+    let input = random_field(n, rng.next_u64());
+    let shape = NttShape::for_device(gpu);
+    let forward = NttTables::new(gpu, &mut q, log, d.omega, shape).expect("NTT tables");
+    let inverse = NttTables::new(gpu, &mut q, log, d.omega_inv(), shape).expect("NTT tables");
+    let mut spots = vec![0, 1, n - 1];
+    spots.extend((0..4).map(|_| rng.gen_range(0..n)));
+    if let Err(e) = check_ntt(gpu, &mut q, &input, &forward, &inverse, &spots) {
+        panic!("{e}");
+    }
+    // Negative twin: the transform by the root's square is not the one checked.
+    let mut x = gpu.upload(&mut q, &input, "x").unwrap();
+    let mut t = gpu.alloc(n as u64 * 32, "t").unwrap();
+    ntt(gpu, &mut q, &mut x, &mut t, log, d.omega.square()).unwrap();
+    let wrong = read_scalars(&mut q, &x, n);
+    drop((x, t, forward, inverse));
+    assert!(
+        check_values(&input, &wrong, d.omega, &spots).is_err(),
+        "NTT 2^{log}: another root's transform passed the check"
+    );
+    drop((input, wrong));
+    for log in known.g1_logs {
+        check_known_msm::<D, G1Affine>(gpu, &mut q, log, known.table_log);
+    }
+    for log in known.g2_logs {
+        check_known_msm::<D, G2Affine>(gpu, &mut q, log, known.table_log);
+    }
+}
+
+/// A dense MSM of `2^log` random exponents over synthetic bases (a table of `2^table_log`
+/// points) equals its known answer with each MSM kernel; one exponent changed on the device
+/// moves the sum by its base.
+fn check_known_msm<D: Device, C>(gpu: &GpuDevice<D>, q: &mut D::Queue, log: u32, table_log: u32)
+where
+    C: gpu_core::synthetic::SyntheticCurve,
+    C::Projective: std::fmt::Debug,
+{
+    use gpu_core::msm::dense_msm;
+    use gpu_core::synthetic::{
+        known_msm, random_exponents, synthetic_bases, synthetic_log, table_with_logs,
+    };
+    let mut rng = rand::thread_rng();
+    let n = 1usize << log;
+    let (table, logs) = table_with_logs::<C>(table_log, rng.next_u64());
+    let seed = rng.next_u32();
+    let bases = synthetic_bases(gpu, q, &table, seed, n, None, "known-answer bases")
+        .unwrap_or_else(|e| panic!("{} bases 2^{log}: {e}", C::NAME));
+    let exps = random_exponents(n, rng.next_u64());
+    let want = known_msm::<C>(&logs, seed, &exps).expect("canonical exponents");
+    let exps_buf = gpu.upload(q, &exps, "exponents").unwrap();
+    let ledger = StageLedger::new();
+    let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
+    let mut run = |q: &mut D::Queue, kernel| {
+        let at = Bases::Resident(&bases);
+        dense_msm::<D, C>(
+            gpu,
+            q,
+            at,
+            &exps_buf,
+            n,
+            kernel,
+            &mut token.backend_buffers(),
+        )
+        .unwrap_or_else(|e| panic!("{} MSM 2^{log} {kernel:?}: {e}", C::NAME))
+    };
+    for kernel in [MsmKernel::Stock, MsmKernel::Sorted] {
+        let got = run(q, kernel);
+        assert!(
+            got == want,
+            "{} MSM 2^{log} {kernel:?}: not the known answer",
+            C::NAME
+        );
+    }
+    // Negative twin: exponent j plus one on the device adds base j once.
+    let j = rng.gen_range(0..n);
+    let plus = ScalarBytes::from_scalar(&(exps[j].to_scalar().unwrap() + Scalar::ONE));
+    q.write(exps_buf.raw(), j * 32, &plus.0).expect("write");
+    let moved = run(q, MsmKernel::default());
+    assert!(moved != want, "{} MSM 2^{log}: a changed exponent", C::NAME);
+    let base_j = C::generator_times(synthetic_log(&logs, seed, j as u32));
+    assert!(
+        moved == want + base_j,
+        "{} MSM 2^{log}: exponent {j} plus one did not add its base",
+        C::NAME
+    );
 }
 
 /// The 0/1 split classified on the device lists what the host scan lists, for the prover's
@@ -724,7 +905,8 @@ pub fn check_engine_fallback(backend: Arc<dyn GpuBackend>) -> EngineStats {
 /// proved has spans, of copies in, kernels and copies out, labelled with the accelerator's
 /// steps; each lane (device worker, an in-order queue; its copies beside its kernels, another)
 /// runs one span at a time; copies carry
-/// their bytes; the summary's busy time fits its window.
+/// their bytes; the kernels' own busy time is positive and within the union of copies and
+/// kernels, which is no more than the host timed the accelerator calls at.
 pub fn check_trace(backend: &dyn GpuBackend, stats: &EngineStats) {
     use prover_core::SpanKind;
     let spans = backend.device_trace();
@@ -781,8 +963,28 @@ pub fn check_trace(backend: &dyn GpuBackend, stats: &EngineStats) {
         }
     }
     for d in prover_core::trace::summarize(&spans) {
-        assert!(d.busy > 0.0 && d.busy <= d.window + 1e-9, "{d:?}");
         assert_eq!(d.partitions as u64, proved);
+        // The kernels took time on the device's clock, and within the copies' and kernels'
+        // union.
+        assert!(
+            d.kernel_busy > 0.0 && d.kernel_busy_fraction() <= d.busy_fraction(),
+            "{d:?}"
+        );
+        // Every span ran inside an accelerator call (the worker waits for its device before
+        // it returns), so the device's clock cannot count more busy time than the host's
+        // clock counted for the calls (plus a millisecond a partition for the two clocks'
+        // rounding): a span timed in the wrong unit, or from the wrong epoch, fails here.
+        let host = stats
+            .devices
+            .iter()
+            .find(|s| s.device == d.device)
+            .map_or(0.0, |s| s.accelerator_seconds);
+        assert!(
+            d.busy <= host + 1e-3 * proved as f64,
+            "device {}: busy {:.6} s on its clock, the host timed its accelerator calls at {host:.6} s",
+            d.device,
+            d.busy
+        );
     }
 }
 
@@ -852,6 +1054,24 @@ pub fn check_synthetic<D: Device>(backend: &GpuAccelerator<D>, device: usize) {
     let same = |a: &G1Projective, b: &G1Projective, what: &str| {
         assert_eq!(a.to_affine(), b.to_affine(), "synthetic partition: {what}")
     };
+    // The check a synthetic partition too large for the CPU gets: it passes here, and fails
+    // for a sum moved by the generator.
+    assert_eq!(
+        key.check_sums(&got),
+        Ok(()),
+        "synthetic partition: known answers"
+    );
+    let moved = prover_core::PendingProof {
+        sums: prover_core::AcceleratorSums {
+            a: got.sums.a + G1Projective::generator(),
+            ..got.sums
+        },
+        b_g2: got.b_g2,
+        plan: got.plan.clone(),
+        witness: got.witness.clone(),
+        spent: None,
+    };
+    assert!(key.check_sums(&moved).is_err(), "synthetic partition: twin");
     same(&got.sums.h, &want.sums.h, "h");
     same(&got.sums.l, &want.sums.l, "l");
     same(&got.sums.a, &want.sums.a, "a");
@@ -882,10 +1102,20 @@ fn read_points<D: Device, T: gpu_core::device::DeviceCopy + Default>(
 /// scratch; small per-launch tables may not be).
 const UNLEDGERED: u64 = 64 << 10;
 
+/// Slack of the driver's figure above the ledger's device peak: allocations round up (to 2 MiB
+/// pages, and a memory pool grows in larger steps), and the driver reserves memory the
+/// ledger never sees (kernels' local memory as they are first launched, the context's heaps).
+const DRIVER_SLACK: u64 = 64 << 20;
+
 /// The ledger's device peak against what the backend allocated (one worker, no errors mid-run:
 /// every buffer is registered after its allocation and released before its free, so the
-/// ledger never counts more, and misses only the small tables), and the driver's figure
-/// printed beside them where the API reports one (CUDA).
+/// ledger never counts more, and misses only the small tables), and against the driver's own
+/// figure where the API reports one (CUDA: memory in use above what it was when the device
+/// was opened). The driver's is the independent one: the allocated peak counts the same
+/// requested sizes as the ledger. The driver must account for the ledger's peak
+/// (`ledger <= driver + 2 MiB`, one page of the driver's rounding) and not hold much more
+/// (`driver <= 1.25 ledger + 64 MiB`: rounding up, pools, and what the driver reserves for
+/// itself). OpenCL reports no such figure, so there the driver's side is not checked.
 pub fn check_device_memory(backend: &dyn GpuBackend, ledger_peak: u64) {
     for m in backend.device_memory() {
         eprintln!(
@@ -905,7 +1135,27 @@ pub fn check_device_memory(backend: &dyn GpuBackend, ledger_peak: u64) {
             "{} device bytes were allocated at the peak, the ledger counted {ledger_peak}",
             m.allocated_peak
         );
+        match m.driver_above_baseline() {
+            Some(driver) => assert!(
+                driver_accounts_for(driver, ledger_peak),
+                "device {}: the driver saw {driver} B in use above its baseline at the peak, \
+                 the ledger counted {ledger_peak} B (allowed: from the ledger's less 2 MiB to \
+                 1.25 times it plus 64 MiB)",
+                m.device
+            ),
+            None => eprintln!(
+                "device {}: the API reports no driver figure (OpenCL); the ledger is checked \
+                 against the allocated sizes only",
+                m.device
+            ),
+        }
     }
+}
+
+/// Whether the driver's figure `driver` (bytes in use above its baseline, at its peak) is
+/// within [`check_device_memory`]'s tolerance of the ledger's peak.
+fn driver_accounts_for(driver: u64, ledger_peak: u64) -> bool {
+    ledger_peak <= driver + (2 << 20) && driver <= ledger_peak + ledger_peak / 4 + DRIVER_SLACK
 }
 
 /// Equal lists, or a panic naming `what`, the first differing index and its scalar position
@@ -1034,7 +1284,19 @@ macro_rules! device_backend_tests {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
                 for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
                     eprintln!("device {d}");
-                    $crate::device::check_ntt_and_quotient(b.device(d).expect("a device"));
+                    let sizes = $crate::device::SuiteSizes::from_env();
+                    $crate::device::check_ntt_and_quotient(b.device(d).expect("a device"), sizes);
+                }
+            }
+        }
+
+        #[test]
+        fn stages_known_answers_at_the_suites_sizes() {
+            if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
+                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                    eprintln!("device {d}");
+                    let sizes = $crate::device::SuiteSizes::from_env();
+                    $crate::device::check_known_answers(b.device(d).expect("a device"), sizes);
                 }
             }
         }
@@ -1044,14 +1306,16 @@ macro_rules! device_backend_tests {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
                 for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
                     eprintln!("device {d}");
-                    $crate::device::check_msms(b.device(d).expect("a device"), false);
+                    let sizes = $crate::device::SuiteSizes::from_env();
+                    $crate::device::check_msms(b.device(d).expect("a device"), sizes, false);
                 }
             }
             let limit = Some($crate::device::STREAM_LIMIT);
             if let Some(b) = ($open)(limit, $crate::device::Faults::none(), false) {
                 for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
                     eprintln!("device {d}, streamed");
-                    $crate::device::check_msms(b.device(d).expect("a device"), true);
+                    let sizes = $crate::device::SuiteSizes::from_env();
+                    $crate::device::check_msms(b.device(d).expect("a device"), sizes, true);
                 }
             }
         }
@@ -1146,7 +1410,8 @@ macro_rules! device_backend_tests {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_test_devices;
+    use super::*;
+    use gpu_core::synthetic::SyntheticCurve;
 
     #[test]
     fn test_devices_are_ordinals_the_backend_has() {
@@ -1161,5 +1426,73 @@ mod tests {
             .unwrap_err()
             .contains("not a device"));
         assert!(parse_test_devices("", 2).is_err());
+    }
+
+    #[test]
+    fn suite_sizes_are_small_large_or_production() {
+        assert_eq!(SuiteSizes::parse("small"), Ok(SuiteSizes::Small));
+        assert_eq!(SuiteSizes::parse("large"), Ok(SuiteSizes::Large));
+        assert_eq!(
+            SuiteSizes::parse(" production "),
+            Ok(SuiteSizes::Production)
+        );
+        let p = SuiteSizes::Production.known();
+        assert_eq!(
+            (p.ntt_log, p.g1_logs, p.g2_logs),
+            (27, vec![24, 27], vec![24])
+        );
+        // Its twins: another word is refused with the choices; the small suite stays small.
+        let err = SuiteSizes::parse("huge").unwrap_err();
+        assert!(err.contains("`production`"), "{err}");
+        assert!(SuiteSizes::parse("").is_err());
+        assert!(SuiteSizes::Small.known().ntt_log <= 14);
+    }
+
+    /// The known-answer MSMs' construction against the CPU backend's MSM, G1 and G2, at a
+    /// small size; another seed, or a changed exponent, gives another answer.
+    fn known_answer_is_the_cpu_msm<C>(n: usize)
+    where
+        C: SyntheticCurve
+            + backend_cpu::msm::MsmGroup<Projective = <C as gpu_core::msm::DeviceCurve>::Projective>,
+        <C as gpu_core::msm::DeviceCurve>::Projective: std::fmt::Debug,
+    {
+        use gpu_core::synthetic::{known_msm, random_exponents, synthetic_base, table_with_logs};
+        let mut rng = rand::thread_rng();
+        let (t, logs) = table_with_logs::<C>(4, rng.next_u64());
+        let seed = rng.next_u32();
+        let bases: Vec<C> = (0..n as u32).map(|i| synthetic_base(&t, seed, i)).collect();
+        let exps = random_exponents(n, rng.next_u64());
+        let want = msm(&bases, &exps, None);
+        assert_eq!(
+            known_msm::<C>(&logs, seed, &exps),
+            Some(want),
+            "{}",
+            C::NAME
+        );
+        assert_ne!(known_msm::<C>(&logs, seed ^ 1, &exps), Some(want));
+        let mut bad = exps.clone();
+        bad[n / 2] = ScalarBytes::from_scalar(&Scalar::ONE);
+        assert_ne!(known_msm::<C>(&logs, seed, &bad), Some(want));
+    }
+
+    #[test]
+    fn known_answers_equal_the_cpu_msm() {
+        known_answer_is_the_cpu_msm::<G1Affine>(500);
+        known_answer_is_the_cpu_msm::<G2Affine>(60);
+    }
+
+    #[test]
+    fn the_driver_accounts_for_the_ledger_within_its_tolerance() {
+        let mib = 1u64 << 20;
+        // Rounded up a little, or a pool's step above: accounted for.
+        assert!(driver_accounts_for(1000 * mib, 1000 * mib));
+        assert!(driver_accounts_for(1000 * mib - mib, 1000 * mib));
+        assert!(driver_accounts_for(1250 * mib + 64 * mib, 1000 * mib));
+        assert!(driver_accounts_for(64 * mib, 0));
+        // Its twins: less than the ledger's peak (a buffer the driver never held), or far
+        // more (a buffer the ledger never counted).
+        assert!(!driver_accounts_for(1000 * mib - 3 * mib, 1000 * mib));
+        assert!(!driver_accounts_for(1250 * mib + 65 * mib, 1000 * mib));
+        assert!(!driver_accounts_for(65 * mib, 0));
     }
 }

@@ -48,6 +48,67 @@ pub fn check_aligned(address: u64, during: &str) -> DeviceResult<()> {
     }
 }
 
+/// A device buffer as an API crate hands it out: it knows its size, so that every copy into or
+/// out of it, and every launch given it with a count of elements, is checked against it.
+pub trait RawBuffer: Send + Sync + 'static {
+    /// Its size in bytes: what the allocation was asked for.
+    fn len_bytes(&self) -> u64;
+}
+
+/// Whether `len` bytes at byte `offset` lie inside a buffer of `buffer_len` bytes (else the error
+/// that says so, during `what`). A range ending exactly at the end passes, an empty one there
+/// included; an offset and length whose sum overflows is refused.
+pub fn check_range(buffer_len: u64, offset: u64, len: u64, what: &str) -> DeviceResult<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= buffer_len => Ok(()),
+        Some(end) => Err(DeviceError::new(
+            what,
+            format!("bytes {offset}..{end} are outside a buffer of {buffer_len} bytes"),
+        )),
+        None => Err(DeviceError::new(
+            what,
+            format!("{len} bytes at offset {offset} overflow the address range"),
+        )),
+    }
+}
+
+/// Whether elements `first..first + count` of `element_bytes` bytes each lie inside a buffer of
+/// `buffer_len` bytes: what a kernel given the buffer, a first element and a count may touch
+/// ([`check_range`] in bytes, the products overflow-checked).
+pub fn check_elements(
+    buffer_len: u64,
+    first: u64,
+    count: u64,
+    element_bytes: u64,
+    what: &str,
+) -> DeviceResult<()> {
+    let bytes = |elements: u64| {
+        elements.checked_mul(element_bytes).ok_or_else(|| {
+            DeviceError::new(
+                what,
+                format!("{elements} elements of {element_bytes} bytes overflow the address range"),
+            )
+        })
+    };
+    check_range(buffer_len, bytes(first)?, bytes(count)?, what)
+}
+
+/// Whether a copy of `len` bytes at byte `offset` of `buffer` stays inside it: what every
+/// queue's `write` and `read` checks before the API is asked (`what`: `writing`, `reading`).
+pub fn check_copy<B: RawBuffer>(
+    buffer: &B,
+    offset: usize,
+    len: usize,
+    what: &str,
+) -> DeviceResult<()> {
+    check_range(
+        buffer.len_bytes(),
+        offset as u64,
+        len as u64,
+        &format!("{what} {len} bytes at offset {offset}"),
+    )
+}
+
 /// A device error: what the API said, and what was being done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceError {
@@ -94,7 +155,7 @@ pub enum Arg<'a, B> {
 /// worker) and makes queues.
 pub trait Device: Send + Sync + 'static {
     /// A device buffer of bytes; dropping it frees it.
-    type Buffer: Send + Sync + 'static;
+    type Buffer: RawBuffer;
     /// An in-order command queue (an OpenCL queue, a CUDA stream), one per worker.
     type Queue: Queue<Buffer = Self::Buffer>;
 
@@ -125,9 +186,10 @@ pub trait Device: Send + Sync + 'static {
 /// on the host.
 pub trait Queue: Send + 'static {
     /// The device's buffer type.
-    type Buffer;
+    type Buffer: RawBuffer;
 
-    /// Copies `src` to `dst` at byte `offset`.
+    /// Copies `src` to `dst` at byte `offset`; a range outside `dst` is an error
+    /// ([`check_copy`]), before the API is asked.
     fn write(&mut self, dst: &Self::Buffer, offset: usize, src: &[u8]) -> DeviceResult<()>;
 
     /// Copies `src` to `dst` at byte `offset` beside the queue's kernels: where the API can
@@ -145,7 +207,8 @@ pub trait Queue: Send + 'static {
         false
     }
 
-    /// Copies bytes at `offset` of `src` into `dst`, and waits for them.
+    /// Copies bytes at `offset` of `src` into `dst`, and waits for them; a range outside `src`
+    /// is an error ([`check_copy`]), before the API is asked.
     fn read(&mut self, src: &Self::Buffer, offset: usize, dst: &mut [u8]) -> DeviceResult<()>;
 
     /// Launches `kernel` on `groups` groups of `group_size` threads.
@@ -250,5 +313,72 @@ mod tests {
             assert_eq!(e.during, "alloc");
             assert!(e.detail.contains("32-byte boundary"), "{e}");
         }
+    }
+
+    #[test]
+    fn ranges_inside_a_buffer_pass_and_others_are_refused() {
+        // (buffer, offset, len): inside, to the end, empty at the end, empty buffer.
+        for (buffer, offset, len) in [
+            (100u64, 0u64, 100u64),
+            (100, 40, 60),
+            (100, 100, 0),
+            (0, 0, 0),
+        ] {
+            assert_eq!(
+                check_range(buffer, offset, len, "copy"),
+                Ok(()),
+                "{offset}+{len}"
+            );
+        }
+        // Negative twins: one byte past the end, an offset past the end (even empty), an
+        // offset and length whose sum overflows.
+        for (buffer, offset, len, says) in [
+            (
+                100u64,
+                0u64,
+                101u64,
+                "bytes 0..101 are outside a buffer of 100 bytes",
+            ),
+            (100, 41, 60, "bytes 41..101 are outside"),
+            (100, 101, 0, "bytes 101..101 are outside"),
+            (0, 0, 1, "outside a buffer of 0 bytes"),
+            (100, u64::MAX, 1, "overflow"),
+            (u64::MAX, 1, u64::MAX, "overflow"),
+        ] {
+            let e = check_range(buffer, offset, len, "copy").unwrap_err();
+            assert_eq!(e.during, "copy");
+            assert!(e.detail.contains(says), "{offset}+{len}: {e}");
+        }
+    }
+
+    #[test]
+    fn element_ranges_are_checked_in_bytes_without_overflow() {
+        // 10 elements of 32 bytes: all, the last one, none past the end.
+        assert_eq!(check_elements(320, 0, 10, 32, "exps"), Ok(()));
+        assert_eq!(check_elements(320, 9, 1, 32, "exps"), Ok(()));
+        assert_eq!(check_elements(320, 10, 0, 32, "exps"), Ok(()));
+        // Negative twins: one element more, one further, counts whose bytes overflow.
+        assert!(check_elements(320, 0, 11, 32, "exps").is_err());
+        assert!(check_elements(320, 10, 1, 32, "exps").is_err());
+        let e = check_elements(320, 0, u64::MAX / 16, 32, "exps").unwrap_err();
+        assert!(e.detail.contains("overflow"), "{e}");
+        let e = check_elements(320, u64::MAX / 16, 0, 32, "exps").unwrap_err();
+        assert!(e.detail.contains("overflow"), "{e}");
+    }
+
+    struct Bytes(u64);
+    impl RawBuffer for Bytes {
+        fn len_bytes(&self) -> u64 {
+            self.0
+        }
+    }
+
+    #[test]
+    fn copies_are_checked_against_the_buffers_length() {
+        assert_eq!(check_copy(&Bytes(64), 32, 32, "writing"), Ok(()));
+        let e = check_copy(&Bytes(64), 32, 33, "writing").unwrap_err();
+        assert_eq!(e.during, "writing 33 bytes at offset 32");
+        assert!(e.detail.contains("outside a buffer of 64 bytes"), "{e}");
+        assert!(check_copy(&Bytes(64), usize::MAX, 1, "reading").is_err());
     }
 }

@@ -526,22 +526,39 @@ pub fn mul_definition(name: &str, p: &[u32], inline: Inline) -> String {
 mod tests {
     use super::*;
 
-    /// Runs the generated steps on the host (the C semantics), for checking the algorithm
-    /// against arbitrary-precision arithmetic.
+    /// Runs the generated steps on the host, for checking the algorithm against
+    /// arbitrary-precision arithmetic.
     fn run(p: &[u32], inv: u32, a: &[u32], b: &[u32]) -> Vec<u32> {
         run_with(p, low_words(p), inv, a, b)
     }
 
     /// [`run`] with the reduction's low words added (`low`) or multiplied.
     fn run_with(p: &[u32], low: bool, inv: u32, a: &[u32], b: &[u32]) -> Vec<u32> {
-        use std::collections::HashMap;
         let (steps, result) = steps_with(p, low);
+        execute(&steps, &result, inv, a, b).unwrap_or_else(|e| panic!("p {p:x?}: {e}"))
+    }
+
+    /// Executes `steps` on the host as PTX runs them, and reads the words `result`. The carry
+    /// flag is as PTX keeps it: set by an operation with `.cc`, left alone by one without, and
+    /// undefined at the start of every chain (one `asm` statement: nothing carries the flag
+    /// from one statement to the next, and the compiler may put anything between them). An
+    /// operation that reads a carry no earlier operation of its own chain set is an error (the
+    /// C rendering, whose `cc` lives across chains, would hide it), as is a chain's operation
+    /// without `.cc` whose sum carries out.
+    fn execute(
+        steps: &[Step],
+        result: &[String],
+        inv: u32,
+        a: &[u32],
+        b: &[u32],
+    ) -> Result<Vec<u32>, String> {
+        use std::collections::HashMap;
         let mut vars: HashMap<String, u32> = HashMap::new();
         for (j, (x, y)) in a.iter().zip(b).enumerate() {
             vars.insert(format!("a.val[{j}]"), *x);
             vars.insert(format!("b.val[{j}]"), *y);
         }
-        for k in 0..=p.len() {
+        for k in 0..=a.len() {
             vars.insert(format!("e{k}"), 0);
             vars.insert(format!("o{k}"), 0);
         }
@@ -550,8 +567,7 @@ mod tests {
             Src::Var(v) => vars[v],
             Src::Imm(k) => *k,
         };
-        let mut cc = 0u64;
-        for step in &steps {
+        for (c, step) in steps.iter().enumerate() {
             match step {
                 Step::Quotient { t0, low: false } => {
                     vars.insert("q".into(), vars[t0].wrapping_mul(inv));
@@ -564,7 +580,9 @@ mod tests {
                     vars.insert("qh".into(), q.wrapping_sub(1).min(q));
                 }
                 Step::Chain(ops) => {
-                    for op in ops {
+                    // Undefined at the chain's start: a carry is only what this chain set.
+                    let mut carry: Option<u64> = None;
+                    for (k, op) in ops.iter().enumerate() {
                         let (x, y, z) = (
                             get(&vars, &op.x) as u64,
                             get(&vars, &op.y) as u64,
@@ -583,17 +601,32 @@ mod tests {
                             Kind::MadHi => (x * y) >> 32,
                             Kind::Add => x,
                         };
-                        let w = term + z + if op.carry_in { cc } else { 0 };
-                        if !op.carry_out {
-                            assert!(w >> 32 == 0, "a chain's last word carried out");
+                        let carry_in = match (op.carry_in, carry) {
+                            (false, _) => 0,
+                            (true, Some(cf)) => cf,
+                            (true, None) => {
+                                return Err(format!(
+                                    "step {c}, operation {k} (into {}) reads a stale carry: no \
+                                     earlier operation of its chain set one",
+                                    op.d
+                                ))
+                            }
+                        };
+                        let w = term + z + carry_in;
+                        if op.carry_out {
+                            carry = Some(w >> 32);
+                        } else if w >> 32 != 0 {
+                            return Err(format!(
+                                "step {c}, operation {k} (into {}): a chain's last word carried out",
+                                op.d
+                            ));
                         }
                         vars.insert(op.d.clone(), w as u32);
-                        cc = w >> 32;
                     }
                 }
             }
         }
-        result.iter().map(|v| vars[v]).collect()
+        Ok(result.iter().map(|v| vars[v]).collect())
     }
 
     fn to_big(w: &[u32]) -> num_bigint::BigUint {
@@ -677,6 +710,49 @@ mod tests {
         assert_eq!(right % &big_p, want);
         let forced = to_big(&run_with(&fp, true, inv, &a, &a));
         assert_ne!(forced % &big_p, want);
+    }
+
+    /// Every chain of Fr's and Fp's products sets each carry it reads (the test above runs
+    /// them under the PTX carry rules); cut in two where an operation reads the carry of the
+    /// one before it, a chain reads a stale carry, which the emulation refuses although the
+    /// C rendering, its `cc` kept across chains, would compute the same words.
+    #[test]
+    fn a_chain_that_reads_a_carry_set_before_it_is_refused() {
+        use ec_gpu::GpuField;
+        for p in [
+            blstrs::Scalar::modulus(),
+            crate::source::modulus_of(blstrs::G1Affine::x),
+        ] {
+            let (inv, _) = montgomery_constants(&p);
+            let (steps, result) = steps(&p);
+            let a: Vec<u32> = (0..p.len() as u32).map(|j| 0x1234_5678 ^ j).collect();
+            execute(&steps, &result, inv, &a, &a).expect("the generated chains");
+            // Every chain whose second operation reads the first one's carry, split there.
+            let cuts: Vec<usize> = steps
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| match s {
+                    Step::Chain(ops) if ops.len() > 1 && ops[1].carry_in => Some(i),
+                    _ => None,
+                })
+                .collect();
+            assert!(!cuts.is_empty(), "chains that carry");
+            for i in cuts {
+                let mut cut = steps.clone();
+                let Step::Chain(ops) = cut.remove(i) else {
+                    unreachable!("a chain")
+                };
+                cut.insert(i, Step::Chain(ops[1..].to_vec()));
+                cut.insert(i, Step::Chain(ops[..1].to_vec()));
+                let err = execute(&cut, &result, inv, &a, &a)
+                    .expect_err("a chain reading the carry of the chain before it");
+                assert!(err.contains("stale carry"), "{err}");
+                assert!(
+                    err.starts_with(&format!("step {}, operation 0", i + 1)),
+                    "{err}"
+                );
+            }
+        }
     }
 
     #[test]

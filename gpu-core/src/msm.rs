@@ -15,7 +15,9 @@ use rayon::prelude::*;
 
 use crate::classify::DeviceScan;
 use crate::context::{launch_threads, GpuDevice};
-use crate::device::{bytes_of_mut, Arg, Device, DeviceCopy, DeviceError, DeviceResult, Queue};
+use crate::device::{
+    bytes_of_mut, check_elements, Arg, Device, DeviceCopy, DeviceError, DeviceResult, Queue,
+};
 use crate::memory::{free_counted, DeviceBuffer};
 
 /// Exponent bits the kernels read (Fr's limbs).
@@ -312,8 +314,61 @@ pub enum Bases<'a, D: Device, G> {
     Streamed(&'a [G]),
 }
 
+/// Bytes of an exponent on the device.
+const EXP_BYTES: u64 = std::mem::size_of::<ScalarBytes>() as u64;
+
+/// Whether `n` terms fit an MSM's operands, given in elements: exponents
+/// `exp_offset..exp_offset + n` of the `exps` held, and either the first `n` of the `bases`
+/// held (dense: `idx` is `None`) or the first `n` of the `idx` indices held (gathered: the
+/// indices' values are checked against the bases on the host, where they are listed). The
+/// error names every length.
+pub fn check_terms(
+    what: &str,
+    n: u64,
+    exp_offset: u64,
+    bases: u64,
+    idx: Option<u64>,
+    exps: u64,
+) -> DeviceResult<()> {
+    let fits = exp_offset.checked_add(n).is_some_and(|end| end <= exps)
+        && match idx {
+            None => n <= bases,
+            Some(idx) => n <= idx,
+        };
+    if fits {
+        return Ok(());
+    }
+    let idx = idx.map_or(String::new(), |i| format!(", {i} indices"));
+    Err(DeviceError::new(
+        what,
+        format!(
+            "{n} terms from exponent {exp_offset} do not fit the buffers: {bases} bases{idx}, \
+             {exps} exponents"
+        ),
+    ))
+}
+
+/// [`check_terms`] for buffers on the device: `bases` of `G`, `idx` of u32, `exps` of
+/// [`ScalarBytes`].
+pub(crate) fn check_buffers<D: Device, G: DeviceCurve>(
+    bases: &DeviceBuffer<D>,
+    idx: Option<&DeviceBuffer<D>>,
+    exps: &DeviceBuffer<D>,
+    exp_offset: usize,
+    n: usize,
+) -> DeviceResult<()> {
+    check_terms(
+        &format!("{} MSM of {n} terms", G::NAME),
+        n as u64,
+        exp_offset as u64,
+        bases.bytes() / G::AFFINE_BYTES,
+        idx.map(|i| i.bytes() / 4),
+        exps.bytes() / EXP_BYTES,
+    )
+}
+
 /// Runs a bucket MSM over `n` terms whose exponents are `exps[exp_offset..]` and whose bases are
-/// `bases[idx[i]]` (or `bases[i]` without `idx`).
+/// `bases[idx[i]]` (or `bases[i]` without `idx`); `n` past any buffer is an error.
 #[allow(clippy::too_many_arguments)]
 fn bucket_msm<D: Device, G: DeviceCurve>(
     gpu: &GpuDevice<D>,
@@ -326,6 +381,7 @@ fn bucket_msm<D: Device, G: DeviceCurve>(
     kernel: MsmKernel,
     ledger: &mut BackendBuffers<'_>,
 ) -> DeviceResult<G::Projective> {
+    check_buffers::<D, G>(bases, idx, exps, exp_offset, n)?;
     if n == 0 {
         return Ok(G::Projective::identity());
     }
@@ -380,7 +436,7 @@ fn bucket_msm<D: Device, G: DeviceCurve>(
     Ok(plan.combine(&partial))
 }
 
-/// The sum of `bases[idx[i]]` over the `n` listed indices.
+/// The sum of `bases[idx[i]]` over the `n` listed indices (more than `idx` holds is an error).
 fn sum_indexed<D: Device, G: DeviceCurve>(
     gpu: &GpuDevice<D>,
     q: &mut D::Queue,
@@ -389,6 +445,13 @@ fn sum_indexed<D: Device, G: DeviceCurve>(
     n: usize,
     ledger: &mut BackendBuffers<'_>,
 ) -> DeviceResult<G::Projective> {
+    check_elements(
+        idx.bytes(),
+        0,
+        n as u64,
+        4,
+        &format!("{} batch addition of {n} indices", G::NAME),
+    )?;
     if n == 0 {
         return Ok(G::Projective::identity());
     }
@@ -559,7 +622,8 @@ pub fn scanned_msm<D: Device, G: DeviceCurve>(
     Ok(ones + rest)
 }
 
-/// The dense MSM of the first `n` exponents in `exps` (on the device) against `bases`.
+/// The dense MSM of the first `n` exponents in `exps` (on the device) against `bases`; `n`
+/// past the bases or the exponents is an error naming both lengths.
 pub fn dense_msm<D: Device, G: DeviceCurve>(
     gpu: &GpuDevice<D>,
     q: &mut D::Queue,
@@ -572,12 +636,14 @@ pub fn dense_msm<D: Device, G: DeviceCurve>(
     match bases {
         Bases::Resident(buf) => bucket_msm::<D, G>(gpu, q, buf, None, exps, 0, n, kernel, ledger),
         Bases::Streamed(host) => {
-            if host.len() < n {
-                return Err(DeviceError::new(
-                    "dense MSM",
-                    format!("{} bases for {n} exponents", host.len()),
-                ));
-            }
+            check_terms(
+                &format!("dense {} MSM of {n} terms", G::NAME),
+                n as u64,
+                0,
+                host.len() as u64,
+                None,
+                exps.bytes() / EXP_BYTES,
+            )?;
             let chunk = stream_chunk::<D, G>(gpu, n)?;
             let mut total = G::Projective::identity();
             for start in (0..n).step_by(chunk) {
@@ -690,6 +756,35 @@ mod tests {
             };
             let err = Scan::new([&wrong], &w).unwrap_err().to_string();
             assert!(err.contains("used scalars for"), "{err}");
+        }
+    }
+
+    #[test]
+    fn terms_past_the_bases_or_the_exponents_are_refused() {
+        // Dense: n up to both lengths; gathered: n up to the indices (the bases may be fewer).
+        assert_eq!(check_terms("msm", 10, 0, 10, None, 10), Ok(()));
+        assert_eq!(check_terms("msm", 6, 4, 6, None, 10), Ok(()));
+        assert_eq!(check_terms("msm", 0, 10, 0, None, 10), Ok(()));
+        assert_eq!(check_terms("msm", 10, 0, 3, Some(10), 10), Ok(()));
+        // Negative twins: one term past the bases, past the exponents (from an offset), past
+        // the indices, and an offset whose end overflows; each error names every length.
+        for (n, off, bases, idx, exps, says) in [
+            (
+                11u64,
+                0u64,
+                10u64,
+                None,
+                20u64,
+                "11 terms from exponent 0 do not fit the buffers: 10 bases, 20 exponents",
+            ),
+            (11, 0, 20, None, 10, "20 bases, 10 exponents"),
+            (7, 4, 6, None, 10, "7 terms from exponent 4"),
+            (11, 0, 3, Some(10), 20, "3 bases, 10 indices, 20 exponents"),
+            (1, u64::MAX, 10, None, 10, "10 bases, 10 exponents"),
+        ] {
+            let e = check_terms("msm", n, off, bases, idx, exps).unwrap_err();
+            assert_eq!(e.during, "msm");
+            assert!(e.detail.contains(says), "{e}");
         }
     }
 

@@ -8,7 +8,7 @@ use group::Group;
 use prover_core::ledger::{BackendBuffer, BackendBuffers};
 
 use crate::context::{launch_threads, GpuDevice};
-use crate::device::{bytes_of_mut, Arg, Device, DeviceResult, Queue};
+use crate::device::{bytes_of_mut, check_elements, Arg, Device, DeviceResult, Queue};
 use crate::memory::{free_counted, DeviceBuffer};
 use crate::msm::DeviceCurve;
 
@@ -183,7 +183,8 @@ fn xyzz_bytes(jac: u64) -> u64 {
 
 /// The sorted MSM of `n` terms under `plan` (made for `n` and the memory left): exponents
 /// `exps[exp_offset..]` (canonical, on the device), bases `bases[idx[i]]` (or `bases[i]`
-/// without `idx`). Scratch is registered in `ledger` while it lives.
+/// without `idx`). Scratch is registered in `ledger` while it lives. `n` past the exponents, the
+/// indices or (dense) the bases is an error naming their lengths.
 #[allow(clippy::too_many_arguments)]
 pub fn msm<D: Device, G: DeviceCurve>(
     gpu: &GpuDevice<D>,
@@ -196,6 +197,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
     n: usize,
     ledger: &mut BackendBuffers<'_>,
 ) -> DeviceResult<G::Projective> {
+    crate::msm::check_buffers::<D, G>(bases, idx, exps, exp_offset, n)?;
     if n == 0 {
         return Ok(G::Projective::identity());
     }
@@ -378,7 +380,8 @@ pub fn msm<D: Device, G: DeviceCurve>(
 }
 
 /// `to[t] = from[t group] + ... + from[t group + group - 1]` (those below `n`) for `t < total`,
-/// jacobian points, on the device (`{P}_pl_sum`).
+/// jacobian points, on the device (`{P}_pl_sum`); `n` points past `from` or `total` past `to`
+/// is an error.
 fn sum_groups<D: Device, G: DeviceCurve>(
     gpu: &GpuDevice<D>,
     q: &mut D::Queue,
@@ -388,6 +391,9 @@ fn sum_groups<D: Device, G: DeviceCurve>(
     total: usize,
     to: &DeviceBuffer<D>,
 ) -> DeviceResult<()> {
+    let what = format!("adding {n} {} points in groups of {group}", G::NAME);
+    check_elements(from.bytes(), 0, n as u64, G::JACOBIAN_BYTES, &what)?;
+    check_elements(to.bytes(), 0, total as u64, G::JACOBIAN_BYTES, &what)?;
     launch_threads(
         q,
         G::pl_sum_kernel(gpu),
@@ -409,7 +415,8 @@ pub fn scan_sums_bytes(len: usize) -> u64 {
 
 /// Replaces `counts[0..len)` (u32, on the device) by its exclusive prefix sums, with `sums`
 /// ([`scan_sums_bytes`] bytes) for the block totals: blocks of `SCAN_PER` scanned one thread
-/// each, the block totals scanned, then added back.
+/// each, the block totals scanned, then added back. `len` past `counts`, or block totals past
+/// `sums`, is an error.
 pub fn exclusive_scan<D: Device>(
     gpu: &GpuDevice<D>,
     q: &mut D::Queue,
@@ -419,6 +426,9 @@ pub fn exclusive_scan<D: Device>(
 ) -> DeviceResult<()> {
     let names = &gpu.names;
     let blocks = len.div_ceil(SCAN_PER as usize);
+    let what = format!("scanning {len} counts");
+    check_elements(counts.bytes(), 0, len as u64, 4, &what)?;
+    check_elements(sums.bytes(), 0, blocks as u64, 4, &what)?;
     launch_threads(
         q,
         &names.pl_scan_blocks,

@@ -4,20 +4,29 @@
 //! hashed from the query's seed and `i`. Distinct in practice, with logarithms nobody knows, so
 //! the MSMs do the work they do on a real key. The same bases are computed on the CPU
 //! ([`synthetic_base`]) for the conformance suite.
+//!
+//! The table's points are the generator's products by known scalars, so every base's discrete
+//! logarithm is known too (`log T[u_i] + log T[v_i]`): an MSM over synthetic bases has an answer
+//! computed with scalar arithmetic alone ([`known_msm`]), at sizes where a CPU MSM would take
+//! too long; a synthetic partition's L, A and B sums are checked so
+//! ([`SyntheticKey::check_sums`]).
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
+use prover_core::density::ScalarBytes;
 use prover_core::generator::fixed_base::FixedBase;
-use prover_core::{CpuMultiplier, KeyShape, Multiplier, Parameters, VerifyingKey};
+use prover_core::plan::MsmTerm;
+use prover_core::{CpuMultiplier, KeyShape, Multiplier, Parameters, PendingProof, VerifyingKey};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use rayon::prelude::*;
 
 use crate::context::{launch_threads, GpuDevice};
 use crate::device::{bytes_of, Arg, Device, DeviceError, DeviceResult, Queue};
 use crate::memory::DeviceBuffer;
-use crate::msm::DeviceCurve;
+use crate::msm::{DeviceCurve, Scan};
 
 /// Points in the host tables (2^16: 2^32 index pairs, so 130M bases repeat one pair in about
 /// 2,000 on average).
@@ -28,9 +37,10 @@ const THREADS_PER_UNIT: usize = 1024;
 
 /// A curve whose synthetic bases the device makes.
 pub trait SyntheticCurve: DeviceCurve + Default + PartialEq + std::fmt::Debug {
-    /// `2^log` random points from `seed` (the generator's fixed-base products by random nonzero
-    /// scalars), on every core.
-    fn random_points(log: u32, seed: u64) -> Vec<Self>;
+    /// The generator's products by `scalars` (fixed-base), on every core.
+    fn generator_products(scalars: &[Scalar]) -> Vec<Self>;
+    /// `s` times the generator.
+    fn generator_times(s: Scalar) -> Self::Projective;
     /// `a + b` in affine form.
     fn sum(a: &Self, b: &Self) -> Self;
 }
@@ -48,12 +58,14 @@ fn scalars(n: usize, seed: u64) -> Vec<Scalar> {
 }
 
 impl SyntheticCurve for G1Affine {
-    fn random_points(log: u32, seed: u64) -> Vec<Self> {
-        let n = 1usize << log;
-        let base = FixedBase::new(G1Projective::generator(), n);
+    fn generator_products(scalars: &[Scalar]) -> Vec<Self> {
+        let base = FixedBase::new(G1Projective::generator(), scalars.len());
         CpuMultiplier
-            .g1(&base, &scalars(n, seed))
+            .g1(&base, scalars)
             .expect("the CPU multiplier does not fail")
+    }
+    fn generator_times(s: Scalar) -> G1Projective {
+        G1Projective::generator() * s
     }
     fn sum(a: &Self, b: &Self) -> Self {
         (G1Projective::from(a) + b).to_affine()
@@ -61,12 +73,14 @@ impl SyntheticCurve for G1Affine {
 }
 
 impl SyntheticCurve for G2Affine {
-    fn random_points(log: u32, seed: u64) -> Vec<Self> {
-        let n = 1usize << log;
-        let base = FixedBase::new(G2Projective::generator(), n);
+    fn generator_products(scalars: &[Scalar]) -> Vec<Self> {
+        let base = FixedBase::new(G2Projective::generator(), scalars.len());
         CpuMultiplier
-            .g2(&base, &scalars(n, seed))
+            .g2(&base, scalars)
             .expect("the CPU multiplier does not fail")
+    }
+    fn generator_times(s: Scalar) -> G2Projective {
+        G2Projective::generator() * s
     }
     fn sum(a: &Self, b: &Self) -> Self {
         (G2Projective::from(a) + b).to_affine()
@@ -76,10 +90,17 @@ impl SyntheticCurve for G2Affine {
 /// A table for [`synthetic_bases`]: `2^log` random points whose x coordinates are pairwise
 /// distinct (so no sum the kernel forms is a doubling or the identity), from `seed`.
 pub fn table<C: SyntheticCurve>(log: u32, seed: u64) -> Vec<C> {
+    table_with_logs(log, seed).0
+}
+
+/// [`table`], with each point's discrete logarithm to the generator (the random nonzero scalar
+/// it is the generator's product by).
+pub fn table_with_logs<C: SyntheticCurve>(log: u32, seed: u64) -> (Vec<C>, Vec<Scalar>) {
     assert!((1..=24).contains(&log), "a table of 2^{log} points");
     let mut seed = seed;
     loop {
-        let t = C::random_points(log, seed);
+        let logs = scalars(1 << log, seed);
+        let t = C::generator_products(&logs);
         let half = (C::AFFINE_BYTES / 2) as usize;
         let mut xs: Vec<&[u8]> = bytes_of(&t)
             .chunks(C::AFFINE_BYTES as usize)
@@ -88,7 +109,7 @@ pub fn table<C: SyntheticCurve>(log: u32, seed: u64) -> Vec<C> {
         xs.sort_unstable();
         // A repeated x (P and -P, or P twice) has probability about 2^-350: draw again.
         if xs.windows(2).all(|w| w[0] != w[1]) {
-            return t;
+            return (t, logs);
         }
         seed = seed.wrapping_add(1);
     }
@@ -117,6 +138,79 @@ pub fn pair(seed: u32, i: u32, log: u32) -> (usize, usize) {
 pub fn synthetic_base<C: SyntheticCurve>(table: &[C], seed: u32, i: u32) -> C {
     let (u, v) = pair(seed, i, table.len().trailing_zeros());
     C::sum(&table[u], &table[v])
+}
+
+/// The discrete logarithm to the generator of base `i` of the query seeded `seed`, from its
+/// table's logarithms `logs` ([`table_with_logs`]).
+pub fn synthetic_log(logs: &[Scalar], seed: u32, i: u32) -> Scalar {
+    let (u, v) = pair(seed, i, logs.len().trailing_zeros());
+    logs[u] + logs[v]
+}
+
+/// The known answer of the MSM of `scalars` over the first bases of the query seeded `seed`
+/// (scalar `i` against base `i`), whose table has the logarithms `logs`: `(sum_i scalars_i
+/// log_i)` times the generator, from scalar arithmetic on the host (on every core). `None`
+/// where a scalar is not canonical.
+pub fn known_msm<C: SyntheticCurve>(
+    logs: &[Scalar],
+    seed: u32,
+    scalars: &[ScalarBytes],
+) -> Option<C::Projective> {
+    let sum = scalars
+        .par_iter()
+        .enumerate()
+        .map(|(i, s)| Some(s.to_scalar()? * synthetic_log(logs, seed, i as u32)))
+        .try_reduce(|| Scalar::ZERO, |a, b| Some(a + b))?;
+    Some(C::generator_times(sum))
+}
+
+/// `n` random field elements (uniform over Fr) from `seed`, on every core: the inputs of
+/// known-answer checks at sizes where drawing them one by one takes a while.
+pub fn random_field(n: usize, seed: u64) -> Vec<Scalar> {
+    const CHUNK: usize = 1 << 16;
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(k, piece)| {
+            let mut rng =
+                StdRng::seed_from_u64(seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            for x in piece {
+                *x = Scalar::random(&mut rng);
+            }
+        });
+    out
+}
+
+/// [`random_field`] as canonical exponents: the scalars of a known-answer MSM.
+pub fn random_exponents(n: usize, seed: u64) -> Vec<ScalarBytes> {
+    random_field(n, seed)
+        .par_iter()
+        .map(ScalarBytes::from_scalar)
+        .collect()
+}
+
+/// The logarithm of the sum of a query's scanned terms (its ones, and its other scalars against
+/// their bases) over the query seeded `seed`: what [`known_msm`] sums, for a query's lists.
+fn scanned_log(logs: &[Scalar], seed: u32, scan: &Scan) -> Option<Scalar> {
+    let ones: Scalar = scan
+        .ones
+        .par_iter()
+        .map(|&i| synthetic_log(logs, seed, i))
+        .sum();
+    let others = scan
+        .idx
+        .par_iter()
+        .zip(&scan.exps)
+        .map(|(&i, s)| Some(s.to_scalar()? * synthetic_log(logs, seed, i)))
+        .try_reduce(|| Scalar::ZERO, |a, b| Some(a + b))?;
+    Some(ones + others)
+}
+
+/// Whether `p` is a point of G1's prime-order subgroup other than the identity (on the curve
+/// and torsion-free), as a sum of synthetic bases by scalars that are not all zero is.
+fn in_subgroup_not_identity(p: &G1Projective) -> bool {
+    let a = p.to_affine();
+    bool::from(a.is_on_curve() & a.is_torsion_free() & !a.is_identity())
 }
 
 /// The `n` bases of the query seeded `seed` in a new device buffer (counted by the device's
@@ -232,10 +326,56 @@ impl SyntheticKey {
 
     /// The G1 and G2 tables.
     pub fn tables(&self) -> (Vec<G1Affine>, Vec<G2Affine>) {
+        let ((t1, _), (t2, _)) = self.tables_with_logs();
+        (t1, t2)
+    }
+
+    /// The G1 and G2 tables with their points' logarithms ([`table_with_logs`]).
+    #[allow(clippy::type_complexity)]
+    pub fn tables_with_logs(&self) -> ((Vec<G1Affine>, Vec<Scalar>), (Vec<G2Affine>, Vec<Scalar>)) {
         (
-            table(self.table_log, self.seed),
-            table(self.table_log, self.seed ^ 0x5eed_0000_0000_0002),
+            table_with_logs(self.table_log, self.seed),
+            table_with_logs(self.table_log, self.seed ^ 0x5eed_0000_0000_0002),
         )
+    }
+
+    /// Checks a synthetic partition's sums, `out` (an accelerator's output for a partition
+    /// against this key): the L, A and B sums (b_g2 where the accelerator made it) equal their
+    /// known answers, from the scalars its plan and witness give each base and the bases'
+    /// logarithms ([`known_msm`]'s arithmetic); the H sum, whose scalars the device computed,
+    /// is a point of G1's prime-order subgroup other than the identity. On the host (on every
+    /// core: seconds for a 2^27 partition). The first wrong sum, named.
+    pub fn check_sums(&self, out: &PendingProof) -> Result<(), String> {
+        if !in_subgroup_not_identity(&out.sums.h) {
+            return Err("the H sum is not a point of G1's subgroup other than the identity".into());
+        }
+        let ((_, l1), (_, l2)) = self.tables_with_logs();
+        let plan = &out.plan;
+        let sum_of = |terms: &[&MsmTerm], query: Query, logs: &[Scalar]| {
+            let scan = Scan::new(terms.iter().copied(), &out.witness)
+                .map_err(|e| format!("the {query:?} query's scalars: {e}"))?;
+            scanned_log(logs, self.query_seed(query), &scan)
+                .ok_or_else(|| format!("the {query:?} query has a scalar that is not canonical"))
+        };
+        let g1 = [
+            (Query::L, vec![&plan.l], out.sums.l),
+            (Query::A, plan.a.iter().collect(), out.sums.a),
+            (Query::BG1, plan.b.iter().collect(), out.sums.b_g1),
+        ];
+        for (query, terms, got) in g1 {
+            let want = G1Affine::generator_times(sum_of(&terms, query, &l1)?);
+            if got != want {
+                return Err(format!("the {query:?} sum is not its known answer"));
+            }
+        }
+        if let Some(got) = out.b_g2 {
+            let terms: Vec<&MsmTerm> = plan.b.iter().collect();
+            let want = G2Affine::generator_times(sum_of(&terms, Query::BG2, &l2)?);
+            if got != want {
+                return Err("the BG2 sum is not its known answer".into());
+            }
+        }
+        Ok(())
     }
 
     /// Device bytes of every base.
@@ -326,5 +466,161 @@ mod tests {
         assert_eq!(s, (G1Projective::from(t[u]) + t[v]).to_affine());
         let t2 = table::<G2Affine>(2, 9);
         assert!(bool::from(synthetic_base(&t2, 3, 5).is_on_curve()));
+    }
+
+    /// A plain CPU MSM: `sum_i scalars_i points_i`.
+    fn plain_msm<C: SyntheticCurve>(points: &[C], scalars: &[ScalarBytes]) -> C::Projective
+    where
+        C::Projective: From<C>,
+        C::Projective: std::ops::Mul<Scalar, Output = C::Projective>,
+    {
+        points
+            .iter()
+            .zip(scalars)
+            .map(|(p, s)| C::Projective::from(*p) * s.to_scalar().unwrap())
+            .fold(C::Projective::identity(), |a, b| a + b)
+    }
+
+    fn known_answer_is_a_plain_msm<C: SyntheticCurve>(n: u32)
+    where
+        C::Projective: From<C> + std::ops::Mul<Scalar, Output = C::Projective> + std::fmt::Debug,
+    {
+        let mut rng = rand::thread_rng();
+        let (t, logs) = table_with_logs::<C>(3, rand::Rng::gen(&mut rng));
+        assert_eq!(
+            t,
+            C::generator_products(&logs),
+            "the logarithms are the table's"
+        );
+        let seed = rand::Rng::gen(&mut rng);
+        let bases: Vec<C> = (0..n).map(|i| synthetic_base(&t, seed, i)).collect();
+        let mut scalars: Vec<ScalarBytes> = (0..n)
+            .map(|_| ScalarBytes::from_scalar(&Scalar::random(&mut rng)))
+            .collect();
+        scalars[1] = ScalarBytes::from_scalar(&Scalar::ZERO);
+        scalars[2] = ScalarBytes::from_scalar(&Scalar::ONE);
+        let want = plain_msm(&bases, &scalars);
+        let got = known_msm::<C>(&logs, seed, &scalars).expect("canonical scalars");
+        assert_eq!(got, want, "{} bases", C::NAME);
+        // Negative twins: another query's seed, or one scalar changed, gives another sum; a
+        // scalar that is not canonical (p itself) has none.
+        assert_ne!(known_msm::<C>(&logs, seed ^ 1, &scalars), Some(want));
+        let mut bad = scalars.clone();
+        bad[n as usize - 1] = ScalarBytes::from_scalar(&Scalar::from(5u64));
+        assert_ne!(known_msm::<C>(&logs, seed, &bad), Some(want));
+        bad[0] = ScalarBytes([0xff; 32]);
+        assert_eq!(known_msm::<C>(&logs, seed, &bad), None);
+    }
+
+    #[test]
+    fn the_known_answer_of_an_msm_over_synthetic_bases_is_the_plain_msms() {
+        known_answer_is_a_plain_msm::<G1Affine>(300);
+        known_answer_is_a_plain_msm::<G2Affine>(40);
+    }
+
+    /// A query's sum over host bases, term by term: the `k`-th used scalar of a term against its
+    /// base `bases.start + k`.
+    fn query_sum<C: SyntheticCurve>(
+        bases: &[C],
+        terms: &[&MsmTerm],
+        w: &prover_core::synthesize::Witness,
+    ) -> C::Projective
+    where
+        C::Projective: From<C> + std::ops::Mul<Scalar, Output = C::Projective>,
+    {
+        let mut sum = C::Projective::identity();
+        for t in terms {
+            let scalars = t.scalars(w);
+            let used: Vec<&ScalarBytes> = match t.density(w) {
+                Some(d) => (0..scalars.len())
+                    .filter(|&j| d.get(j))
+                    .map(|j| &scalars[j])
+                    .collect(),
+                None => scalars.iter().collect(),
+            };
+            assert_eq!(used.len(), t.bases.len());
+            let points = &bases[t.bases.clone()];
+            let owned: Vec<ScalarBytes> = used.into_iter().copied().collect();
+            sum += plain_msm(points, &owned);
+        }
+        sum
+    }
+
+    #[test]
+    fn a_synthetic_partitions_sums_check_against_their_known_answers() {
+        use prover_core::plan::QueryPlan;
+        use prover_core::synthetic::{key_shape, SyntheticSpec};
+        use prover_core::AcceleratorSums;
+        let mut rng = rand::thread_rng();
+        let partition = SyntheticSpec::scaled(9).partition(rand::Rng::gen(&mut rng));
+        let key = SyntheticKey {
+            table_log: 5,
+            ..SyntheticKey::new(key_shape(&partition), rand::Rng::gen(&mut rng))
+        };
+        let plan = QueryPlan::for_key(&partition, &key.shape).unwrap();
+        let w = partition.witness;
+        // The CPU's sums over the bases made on the host; H any point of the subgroup.
+        let p = key.host_parameters();
+        let b: Vec<&MsmTerm> = plan.b.iter().collect();
+        let sums = AcceleratorSums {
+            h: G1Projective::random(&mut rng),
+            l: query_sum(&p.l, &[&plan.l], &w),
+            a: query_sum(&p.a, &plan.a.iter().collect::<Vec<_>>(), &w),
+            b_g1: query_sum(&p.b_g1, &b, &w),
+        };
+        let b_g2 = query_sum(&p.b_g2, &b, &w);
+        let out = |sums: AcceleratorSums, b_g2| PendingProof {
+            sums,
+            b_g2: Some(b_g2),
+            plan: plan.clone(),
+            witness: w.clone(),
+            spent: None,
+        };
+        assert_eq!(key.check_sums(&out(sums, b_g2)), Ok(()));
+        // Negative twins: each sum off by the generator, and an identity H, are named.
+        let g = G1Projective::generator();
+        for (bad, name) in [
+            (
+                AcceleratorSums {
+                    l: sums.l + g,
+                    ..sums
+                },
+                "L sum",
+            ),
+            (
+                AcceleratorSums {
+                    a: sums.a + g,
+                    ..sums
+                },
+                "A sum",
+            ),
+            (
+                AcceleratorSums {
+                    b_g1: sums.b_g1 + g,
+                    ..sums
+                },
+                "BG1 sum",
+            ),
+            (
+                AcceleratorSums {
+                    h: G1Projective::identity(),
+                    ..sums
+                },
+                "H sum",
+            ),
+        ] {
+            let err = key.check_sums(&out(bad, b_g2)).unwrap_err();
+            assert!(err.contains(name), "{name}: {err}");
+        }
+        let err = key
+            .check_sums(&out(sums, b_g2 + G2Projective::generator()))
+            .unwrap_err();
+        assert!(err.contains("BG2 sum"), "{err}");
+        // Another key's tables give other answers.
+        let other = SyntheticKey {
+            seed: key.seed ^ 1,
+            ..key
+        };
+        assert!(other.check_sums(&out(sums, b_g2)).is_err());
     }
 }

@@ -178,6 +178,9 @@ pub fn prove_one<C: Circuit<Scalar>>(
     Ok(prover_core::prove(cpu_stages(), prepared, vec![circuit], &mut rng)?.remove(0))
 }
 
+/// Which partitions a [`TestBackend`] treats specially.
+pub type Picks = fn(&SynthesizedPartition) -> bool;
+
 /// What the [`TestBackend`] does with a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Behaviour {
@@ -254,7 +257,7 @@ pub struct TestBackend {
     pub received: Arc<Vec<AtomicUsize>>,
     /// Partitions this picks get its behaviour, whatever `rules` say (a backend that refuses,
     /// or gets wrong, some kind of work).
-    pub pick: Option<(fn(&SynthesizedPartition) -> bool, Behaviour)>,
+    pub pick: Option<(Picks, Behaviour)>,
 }
 
 impl TestBackend {
@@ -372,7 +375,7 @@ struct TestWorker {
     rules: Vec<(Scalar, Behaviour)>,
     fail_every: Option<usize>,
     received: Arc<Vec<AtomicUsize>>,
-    pick: Option<(fn(&SynthesizedPartition) -> bool, Behaviour)>,
+    pick: Option<(Picks, Behaviour)>,
     device: usize,
 }
 

@@ -24,25 +24,28 @@ pub fn trace_csv(spans: &[DeviceSpan]) -> String {
 }
 
 /// The summary, one device per paragraph: the window from the first span to the last, busy
-/// time (overlaps once) and its fraction, idle time and the longest gap, seconds per kind and
-/// per step.
+/// time (copies and kernels, overlaps once) and its fraction beside the kernels' own, idle time
+/// and the longest gap, seconds per kind and per step.
 pub fn trace_summary(spans: &[DeviceSpan]) -> Vec<String> {
     let mut lines = Vec::new();
     for d in summarize(spans) {
         lines.push(format!(
-            "device {} trace: {} partitions in {:.3} s; busy {:.3} s ({:.1}%), idle {:.3} s, longest gap {:.3} ms",
+            "device {} trace: {} partitions in {:.3} s; busy {:.3} s ({:.1}%; kernels alone {:.3} s, {:.1}%), idle {:.3} s, longest gap {:.3} ms",
             d.device,
             d.partitions,
             d.window,
             d.busy,
             100.0 * d.busy_fraction(),
+            d.kernel_busy,
+            100.0 * d.kernel_busy_fraction(),
             d.idle(),
             1e3 * d.longest_gap
         ));
         lines.push(format!(
-            "  per partition: median window {:.3} ms on the device, its own work busy {:.1}% of its window",
+            "  per partition: median window {:.3} ms on the device, its own work busy {:.1}% of its window (kernels alone {:.1}%)",
             1e3 * d.median_partition_window(),
-            100.0 * d.partition_busy_fraction()
+            100.0 * d.partition_busy_fraction(),
+            100.0 * d.partition_kernel_busy_fraction()
         ));
         let kinds: Vec<String> = d
             .by_kind
@@ -328,11 +331,19 @@ mod tests {
         let lines = trace_summary(&sample());
         // Busy: [0, 0.004] and [0.005, 0.006] = 5 ms of a 6 ms window; the gap is 1 ms.
         assert!(lines[0].contains("2 partitions in 0.006 s"), "{}", lines[0]);
-        assert!(lines[0].contains("busy 0.005 s (83.3%)"), "{}", lines[0]);
+        assert!(lines[0].contains("busy 0.005 s (83.3%;"), "{}", lines[0]);
+        // Kernels alone: [0.001, 0.004], 3 ms (the copies' 2 ms left out).
+        assert!(
+            lines[0].contains("kernels alone 0.003 s, 50.0%)"),
+            "{}",
+            lines[0]
+        );
         assert!(lines[0].contains("longest gap 1.000 ms"), "{}", lines[0]);
         // Partition 0: [0, 3] all busy; partition 1: [0.002, 0.006], 3 of 4 ms busy.
         assert!(lines[1].contains("median window 4.000 ms"), "{}", lines[1]);
         assert!(lines[1].contains("busy 85.7%"), "{}", lines[1]);
+        // Kernels alone: 2 ms of partition 0's 3, 2 of partition 1's 4.
+        assert!(lines[1].contains("(kernels alone 57.1%)"), "{}", lines[1]);
         assert!(lines[2].contains("kernel 0.004 s"), "{}", lines[2]);
         assert!(lines[3].contains("msm_l 0.003 s"), "{}", lines[3]);
         assert!(trace_summary(&[]).is_empty());
