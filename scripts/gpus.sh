@@ -112,7 +112,7 @@ for s in "$@"; do
     production)
       for d in $(devices); do
         PROOFLINE_TEST_DEVICES=$d PROOFLINE_DEVICE_CHECK_SIZES=production \
-          step "$OUT/production-dev$d.txt" "$BIN/cuda-device" production --test-threads 1 --nocapture
+          step "$OUT/production-dev$d.txt" "$BIN/cuda-device" stages_ --test-threads 1 --nocapture
       done
       ;;
     bench)

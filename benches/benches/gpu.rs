@@ -8,7 +8,7 @@
 //! addition and the bucket MSM, as the l/a/b queries run).
 //!
 //! Sizes: `PROOFLINE_GPU_BENCH=full` takes the GPU machine's (NTT 2^20..2^27, H pipeline 2^24
-//! and 2^27, G1 2^16..2^24, G2 2^16..2^22); otherwise small ones. In test mode (`cargo test
+//! and 2^27, G1 2^16..2^24, G2 2^16..2^24); otherwise small ones. In test mode (`cargo test
 //! --benches`) only the smallest of each runs. `PROOFLINE_GPU_BENCH_NTT_SHAPES=10/10,8/9/1` benches
 //! the NTT cut in other pass shapes too (largest radix / tile [/ elements a thread], as
 //! logarithms: `NttShape::parse`). `PROOFLINE_GPU_BENCH_API=cuda` (or `opencl`) benches one API only. A missing
@@ -20,11 +20,12 @@
 //! values at random points against direct evaluation of its input, and its inverse transform
 //! back to the input; the H pipeline's quotient, of a satisfied system (`c = a b`), against the
 //! CPU backend's at the first size, and at every size by the identity `H(r) Z(r) = A(r) B(r) -
-//! C(r)` at a random point `r`.
+//! C(r)` at a random point `r`; each dense MSM against the exact sum over
+//! bases of known logarithms, with one exponent changed as its negative twin.
 
 use std::time::Duration;
 
-use blstrs::{G1Affine, G2Affine, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ff::Field;
 use gpu_core::device::{bytes_of_mut, Device};
@@ -32,7 +33,7 @@ use gpu_core::memory::DeviceBuffer;
 use gpu_core::msm::{dense_msm, query_msm, Bases, DeviceCurve, MsmKernel, Scan};
 use gpu_core::ntt::{check_ntt, check_quotient_at, ntt_with, HPipeline, NttShape, NttTables};
 use gpu_core::{GpuDevice, Queue};
-use proofline_benches::{g1_bases, g2_bases, porep_like_witness, random_scalars};
+use proofline_benches::{porep_like_witness, random_scalars, KnownBases};
 use prover_core::density::ScalarBytes;
 use prover_core::ledger::{Stage, StageLedger};
 use prover_core::plan::{Filter, MsmTerm, ScalarSource};
@@ -53,7 +54,7 @@ fn sizes() -> Sizes {
             ntt: vec![20, 22, 24, 27],
             quotient: vec![24, 27],
             g1: vec![16, 18, 20, 22, 24],
-            g2: vec![16, 18, 20, 22],
+            g2: vec![16, 18, 20, 22, 24],
         }
     } else {
         Sizes {
@@ -243,24 +244,50 @@ fn check_quotient(
     }
 }
 
-fn bench_dense<D: Device, G: DeviceCurve>(
+/// A dense MSM over resident bases, checked at every size first against the exact sum
+/// (`known`'s bases have known logarithms), with its negative twin: one exponent changed.
+fn bench_dense<D: Device, G, P>(
     c: &mut Criterion,
     name: String,
     gpu: &GpuDevice<D>,
     sizes: &[u32],
-    bases: &[G],
+    known: &KnownBases<P>,
     kernel: MsmKernel,
-) {
+) where
+    G: DeviceCurve<Projective = P>,
+    P: group::Curve<AffineRepr = G> + group::Group<Scalar = Scalar> + Send + Sync + std::fmt::Debug,
+    G: Default + Clone + Send + Sync,
+{
     let mut q = gpu.device.queue().expect("a queue");
+    let bases = &known.points[..];
     let n_max = bases.len();
     let exps = random_scalars(n_max);
     let bases_buf = gpu.upload(&mut q, bases, "bases").unwrap();
     let exps_buf = gpu.upload(&mut q, &exps, "exponents").unwrap();
     let ledger = StageLedger::new();
     let mut token = ledger.enter(Stage::OnAccelerator, 0, 0);
-    let mut g = group(c, name);
+    let mut g = group(c, name.clone());
     for &k in sizes {
         let n = 1usize << k;
+        let got = dense_msm::<D, G>(
+            gpu,
+            &mut q,
+            Bases::Resident(&bases_buf),
+            &exps_buf,
+            n,
+            kernel,
+            &mut token.backend_buffers(),
+        )
+        .unwrap();
+        let want = known.msm(&exps[..n]);
+        assert_eq!(got, want, "{name} 2^{k}: not the exact sum");
+        let mut other = exps[..n].to_vec();
+        other[n / 2] = ScalarBytes::from_scalar(&Scalar::ONE);
+        assert_ne!(
+            known.msm(&other),
+            want,
+            "{name} 2^{k}: the check cannot fail"
+        );
         g.throughput(Throughput::Elements(n as u64));
         g.bench_function(BenchmarkId::from_parameter(k), |b| {
             b.iter(|| {
@@ -327,15 +354,15 @@ fn bench_device<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>) {
     bench_ntt(c, api, gpu, &s.ntt);
     bench_quotient(c, api, gpu, &s.quotient);
     if let Some(&max) = s.g1.iter().max() {
-        let g1 = g1_bases(1 << max);
+        let g1 = KnownBases::<G1Projective>::new(1 << max);
         for (k, pre) in kernels() {
             bench_dense(c, format!("{api}_{pre}msm_g1"), gpu, &s.g1, &g1, k);
             let name = format!("{api}_{pre}msm_g1_porep_bits");
-            bench_bits(c, name, gpu, &s.g1, &g1, k);
+            bench_bits(c, name, gpu, &s.g1, &g1.points, k);
         }
     }
     if let Some(&max) = s.g2.iter().max() {
-        let g2: Vec<G2Affine> = g2_bases(1 << max);
+        let g2 = KnownBases::<G2Projective>::new(1 << max);
         for (k, pre) in kernels() {
             bench_dense(c, format!("{api}_{pre}msm_g2"), gpu, &s.g2, &g2, k);
         }
