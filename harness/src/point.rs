@@ -198,6 +198,10 @@ pub struct DevicePoint {
     /// fraction of the trace's window in which a copy or kernel ran on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_busy_fraction: Option<f64>,
+    /// From the same timeline: the fraction of its window in which a kernel ran (copies left
+    /// out; a copy's span can include host work the driver waits for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_kernel_busy_fraction: Option<f64>,
 }
 
 impl DevicePoint {
@@ -217,6 +221,7 @@ impl DevicePoint {
             driver_baseline_bytes: m.and_then(|m| m.driver_baseline),
             driver_peak_bytes: m.and_then(|m| m.driver_peak),
             trace_busy_fraction: t.map(prover_core::TraceSummary::busy_fraction),
+            trace_kernel_busy_fraction: t.map(prover_core::TraceSummary::kernel_busy_fraction),
             ..DevicePoint::from(d)
         }
     }
@@ -249,6 +254,7 @@ impl DevicePoint {
             driver_baseline_bytes: None,
             driver_peak_bytes: None,
             trace_busy_fraction: trace,
+            trace_kernel_busy_fraction: None,
         }
     }
 }
@@ -269,6 +275,7 @@ impl From<&prover_core::DeviceStats> for DevicePoint {
             driver_baseline_bytes: None,
             driver_peak_bytes: None,
             trace_busy_fraction: None,
+            trace_kernel_busy_fraction: None,
         }
     }
 }
@@ -607,7 +614,15 @@ pub fn run_jobs(
             }
             Err(e) => {
                 proofs_failed += 1;
-                first_error.get_or_insert_with(|| e.to_string());
+                first_error.get_or_insert_with(|| match e {
+                    // The engine's check rejected a proof: name the parameter file it suspects.
+                    Error::PartitionFailed { source, .. }
+                        if matches!(**source, Error::ProofRejected { .. }) =>
+                    {
+                        format!("{e} (parameter file {})", params_path.display())
+                    }
+                    e => e.to_string(),
+                });
             }
         }
     }

@@ -168,7 +168,7 @@ fn the_cpu_s_own_failing_proof_blames_the_parameters() {
             assert_eq!(stage, "verification");
             let msg = source.to_string();
             assert!(msg.contains("cpu:0"), "{msg}");
-            assert!(msg.contains("parameters do not belong"), "{msg}");
+            assert!(msg.contains("parameters are suspect"), "{msg}");
         }
         other => panic!("{other:?}"),
     }

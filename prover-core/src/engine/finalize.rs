@@ -130,9 +130,9 @@ fn finalize(
 
 /// What the parameters or the witness are suspected of when the host reference's proof fails.
 const REFERENCE_FAILED: &str = "the CPU reference computed it, so no device is at fault: the \
-     parameters do not belong to this circuit (damaged, or made for another one), or the witness \
-     does not satisfy it; delete a generated parameter file to have it made again, or fetch the \
-     production file again";
+     parameters are suspect (they do not belong to this circuit: damaged, or made for another \
+     one), or the witness does not satisfy the circuit; delete a generated parameter file to \
+     have it made again, or fetch the production file again";
 
 /// A partition's proof did not verify. A device's partition is proved again on the fallback
 /// backend when its a/b/c were kept, and the device's failure counts towards taking it out of
