@@ -19,14 +19,26 @@ use prover_core::{
 const SIZES: [u32; 2] = [14, 16];
 const INPUTS: usize = 4;
 
-fn bench_partition_proof(c: &mut Criterion) {
-    let mut g = c.benchmark_group("partition_proof");
-    g.sample_size(10);
-    let stages = Stages {
+/// The CPU backend's stages.
+fn cpu_stages() -> Stages<'static, CpuSynthesizer> {
+    Stages {
         synthesizer: &CpuSynthesizer,
         backend: &CpuBackend,
         finalizer: &CpuBackend,
-    };
+    }
+}
+
+/// `params` prepared by the CPU backend.
+fn cpu_prepared(params: prover_core::Parameters) -> prover_core::PreparedParameters {
+    CpuBackend
+        .prepare(Arc::new(params), &StageLedger::new())
+        .unwrap()
+}
+
+fn bench_partition_proof(c: &mut Criterion) {
+    let mut g = c.benchmark_group("partition_proof");
+    g.sample_size(10);
+    let stages = cpu_stages();
     for k in SIZES {
         let shape = DenseCircuit::with_domain(k, INPUTS, 1);
         let params = generate_seeded_parameters(shape.clone(), 1).unwrap();
@@ -37,9 +49,7 @@ fn bench_partition_proof(c: &mut Criterion) {
             prover_core::Parameters::from_bytes(&bytes, PointCheck::Unchecked).unwrap(),
             params
         );
-        let prepared = CpuBackend
-            .prepare(Arc::new(params), &StageLedger::new())
-            .unwrap();
+        let prepared = cpu_prepared(params);
         let circuit = shape.with_witness(3);
         let mut rng = rand::thread_rng();
         g.bench_function(BenchmarkId::new("proofline", k), |b| {
@@ -56,18 +66,12 @@ fn bench_partition_proof(c: &mut Criterion) {
 /// pairing check. Checked before it is timed: the proof passes, a wrong input fails.
 fn bench_check_proof(c: &mut Criterion) {
     let mut g = c.benchmark_group("partition_check");
-    let stages = Stages {
-        synthesizer: &CpuSynthesizer,
-        backend: &CpuBackend,
-        finalizer: &CpuBackend,
-    };
+    let stages = cpu_stages();
     for k in SIZES {
         let shape = DenseCircuit::with_domain(k, INPUTS, 1);
         let params = generate_seeded_parameters(shape.clone(), 1).unwrap();
         let pvk = prepare_verifying_key(&params.vk);
-        let prepared = CpuBackend
-            .prepare(Arc::new(params), &StageLedger::new())
-            .unwrap();
+        let prepared = cpu_prepared(params);
         let circuit = shape.with_witness(3);
         let inputs = circuit.public_inputs();
         let proof = prove(stages, &prepared, vec![circuit], &mut rand::thread_rng())

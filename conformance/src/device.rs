@@ -1280,6 +1280,27 @@ macro_rules! device_backend_tests {
         }
 
         #[test]
+        fn bounds_copies_outside_a_buffer_are_refused() {
+            if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
+                $crate::bounds::check_copies(b.device(0).expect("a device"));
+            }
+        }
+
+        #[test]
+        fn bounds_dense_msms_past_their_bases_or_exponents_are_refused() {
+            if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
+                $crate::bounds::check_dense_msms(b.device(0).expect("a device"));
+            }
+        }
+
+        #[test]
+        fn bounds_sorted_msms_past_their_buffers_are_refused() {
+            if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
+                $crate::bounds::check_sorted_msms(b.device(0).expect("a device"));
+            }
+        }
+
+        #[test]
         fn stages_ntt_and_quotient_match_cpu() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
                 for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {

@@ -22,6 +22,7 @@
 //! "Every device" is every device the backend opened, or those `PROOFLINE_TEST_DEVICES` names
 //! ([`device::test_devices`]).
 
+pub mod bounds;
 pub mod circuits;
 pub mod device;
 

@@ -28,8 +28,8 @@ fn corrupt(p: usize) -> (Scalar, Behaviour) {
     (circuit(p).public_inputs()[0], Behaviour::Corrupt)
 }
 
-/// Proves one job of `partitions` on `backend` with `params`; returns the job's outcome, the
-/// figures, and whether the ledger balanced.
+/// Proves one job of `partitions` on `backend` with `params`; checks that the ledger balanced
+/// and returns the job's outcome and the figures.
 fn prove(
     backend: Arc<dyn GpuBackend>,
     config: Config,

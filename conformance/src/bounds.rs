@@ -1,4 +1,5 @@
-//! Device buffers' bounds, on any device (each API crate's `tests/bounds.rs` runs them): copies
+//! Device buffers' bounds, on any device (the device suite, [`crate::device_backend_tests`],
+//! runs them on each API's first device): copies
 //! outside a buffer, and MSMs of more terms than their bases, indices or exponents hold, are
 //! errors raised before the API is asked; their in-range twins succeed with the CPU's sums.
 
