@@ -1,10 +1,13 @@
 //! proofline's CUDA backend: the shared GPU layer (`gpu-core`) on CUDA through cudarc's driver
 //! API, loaded at run time (nothing CUDA is needed to build). The kernels are gpu-core's one
 //! source, compiled by NVRTC for each device's architecture, one CUBIN per kernel built on all
-//! cores at once, and cached on disk ([`nvrtc`], `gpu_core::cache`).
+//! cores at once, and cached on disk ([`nvrtc`], `gpu_core::cache`). Both libraries are checked
+//! for every function proofline calls before cudarc calls into them ([`library`]): a missing,
+//! old or broken one is an error naming it, not a panic.
 #![warn(missing_docs)]
 
 pub mod device;
+pub mod library;
 pub mod nvrtc;
 
 use gpu_core::{Faults, GpuAccelerator, GpuOptions, KernelSource, Limbs};
@@ -26,30 +29,36 @@ pub struct CudaOptions {
     pub trace: bool,
 }
 
-/// Whether the CUDA driver library (`libcuda.so`) can be opened here.
-pub fn driver_available() -> bool {
-    // SAFETY: only tries to open the library.
-    unsafe { cudarc::driver::sys::is_culib_present() }
-}
-
-/// Opens every CUDA device (the engine's `--gpus` picks among them) with its kernels. Errors
-/// say what is missing: the driver, a device, NVRTC, or the compile with its log.
-pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
-    let fail = |detail: String| prover_core::Error::Resource {
+fn fail(detail: String) -> prover_core::Error {
+    prover_core::Error::Resource {
         what: "a CUDA device",
         detail,
-    };
-    if !driver_available() {
-        return Err(fail(
-            "the CUDA driver (libcuda.so) is not installed or not on the library path".into(),
-        ));
     }
+}
+
+/// What opening needs, checked in milliseconds (no kernel is compiled or loaded): the driver and
+/// NVRTC load with every function proofline calls, the driver initialises and lists at least
+/// one device. Returns how many devices it lists (ordinals `0..n`).
+pub fn preflight() -> prover_core::Result<usize> {
+    library::driver().map_err(|e| fail(e.to_string()))?;
     cudarc::driver::result::init().map_err(|e| fail(format!("cuInit: {e:?}")))?;
     let count = cudarc::driver::result::device::get_count()
         .map_err(|e| fail(format!("counting devices: {e:?}")))?;
-    if count == 0 {
+    if count <= 0 {
         return Err(fail("the driver lists no CUDA device".into()));
     }
+    library::nvrtc().map_err(|e| fail(e.to_string()))?;
+    Ok(count as usize)
+}
+
+/// Opens every CUDA device (the engine's `--gpus` picks among them) with its kernels. Errors
+/// say what is missing: the driver or NVRTC (or a function in either), a device, or the
+/// compile with its log.
+pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
+    // The settings first: a bad one is refused before any device opens.
+    let mut gpu = GpuOptions::from_env(options.mem_limit, options.faults)?;
+    gpu.trace |= options.trace;
+    let count = preflight()?;
     let nvrtc = nvrtc::version().map_err(fail)?;
     let source = KernelSource::new(Limbs::L32);
     // The units and their texts once, for every device (and a rebuild).
@@ -57,7 +66,7 @@ pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
     let cache = gpu_core::cache::KernelCache::from_env();
     let progress = |line: &str| eprintln!("{line}");
     let mut devices = Vec::new();
-    for ordinal in 0..count as usize {
+    for ordinal in 0..count {
         let arch = CudaDevice::arch(ordinal).map_err(|e| fail(e.to_string()))?;
         let modules =
             nvrtc::modules_of(&units, arch, cache.as_ref(), nvrtc::Cached::Use, &progress)
@@ -83,11 +92,7 @@ pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
         };
         devices.push(device);
     }
-    Ok(GpuAccelerator::new("cuda", devices, &source.names, {
-        let mut gpu = GpuOptions::from_env(options.mem_limit, options.faults)?;
-        gpu.trace |= options.trace;
-        gpu
-    }))
+    Ok(GpuAccelerator::new("cuda", devices, &source.names, gpu))
 }
 
 /// For tests: the backend, or `None` with the reason printed when there is no CUDA device here

@@ -21,28 +21,16 @@ use cudarc::nvrtc::sys;
 use gpu_core::cache::{KernelCache, CACHE_VAR};
 use gpu_core::{KernelSource, Unit};
 
-/// Whether the NVRTC library can be opened (it is found through `LD_LIBRARY_PATH` or the
-/// linker cache: `libnvrtc.so.13`).
-pub fn available() -> bool {
-    // SAFETY: only tries to open the library.
-    unsafe { sys::is_culib_present() }
-}
-
-/// NVRTC's version.
+/// NVRTC's version (an error when NVRTC, `libnvrtc.so.13` found through `LD_LIBRARY_PATH` or
+/// the linker cache, is missing or lacks a function: [`crate::library::nvrtc`]).
 pub fn version() -> Result<(i32, i32), String> {
-    if !available() {
-        return Err(missing());
-    }
+    crate::library::nvrtc().map_err(|e| e.to_string())?;
     let (mut major, mut minor) = (0, 0);
     // SAFETY: two valid out-pointers.
     unsafe { sys::nvrtcVersion(&mut major, &mut minor) }
         .result()
         .map_err(|e| format!("nvrtcVersion: {e:?}"))?;
     Ok((major, minor))
-}
-
-fn missing() -> String {
-    "NVRTC (libnvrtc.so.13) not found: install the CUDA toolkit, or `pip install --target DIR nvidia-cuda-nvrtc==13.0.88` and put DIR/nvidia/cu13/lib on LD_LIBRARY_PATH".into()
 }
 
 /// A program text (the whole source's or a unit's) as NVRTC takes it.
@@ -82,9 +70,7 @@ fn rewrite_compound_literals(text: &str) -> String {
 /// Compiles one program text (the whole source's or a unit's) to a CUBIN for
 /// `sm_{major}{minor}` (no cache).
 pub fn compile_cubin(program: &str, arch: (i32, i32)) -> Result<Vec<u8>, String> {
-    if !available() {
-        return Err(missing());
-    }
+    crate::library::nvrtc().map_err(|e| e.to_string())?;
     let text = CString::new(nvrtc_source(program)).map_err(|e| e.to_string())?;
     let name = CString::new("proofline.cu").expect("no NUL");
     let prog = cudarc::nvrtc::result::create_program(&text, Some(&name))

@@ -3,7 +3,7 @@
 //! (`.ci/run` installs it under `target/nvrtc`; `scripts/test.sh` puts its `lib` folder, or
 //! `$PROOFLINE_NVRTC_DIR`, on `LD_LIBRARY_PATH`). Under `CI=true` a missing NVRTC fails the test.
 
-use backend_cuda::nvrtc;
+use backend_cuda::{library, nvrtc};
 use gpu_core::cache::KernelCache;
 use gpu_core::{KernelSource, Limbs};
 
@@ -16,13 +16,10 @@ fn defines(cubin: &[u8], name: &str) -> bool {
 
 #[test]
 fn nvrtc_compiles_kernels() {
-    if !nvrtc::available() {
+    if let Err(e) = library::nvrtc() {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(
-            !ci,
-            "CI=true but NVRTC (libnvrtc.so.13) was not found on LD_LIBRARY_PATH"
-        );
-        eprintln!("skipped: NVRTC not found (set PROOFLINE_NVRTC_DIR or LD_LIBRARY_PATH)");
+        assert!(!ci, "CI=true but NVRTC cannot be used: {e}");
+        eprintln!("skipped: {e} (set PROOFLINE_NVRTC_DIR or LD_LIBRARY_PATH)");
         return;
     }
     let version = nvrtc::version().unwrap();
@@ -77,8 +74,8 @@ fn nvrtc_compiles_kernels() {
 
 #[test]
 fn nvrtc_rejects_broken_source() {
-    if !nvrtc::available() {
-        eprintln!("skipped: NVRTC not found");
+    if let Err(e) = library::nvrtc() {
+        eprintln!("skipped: {e}");
         return;
     }
     // Negative twin: a source that does not compile is an error carrying NVRTC's log.
@@ -90,8 +87,8 @@ fn nvrtc_rejects_broken_source() {
 
 #[test]
 fn cached_units_are_reused_and_a_damaged_one_rebuilt() {
-    if !nvrtc::available() {
-        eprintln!("skipped: NVRTC not found");
+    if let Err(e) = library::nvrtc() {
+        eprintln!("skipped: {e}");
         return;
     }
     // A unit of one tiny kernel (compiles in a fraction of a second), cached in a folder of its

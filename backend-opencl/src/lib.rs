@@ -36,6 +36,9 @@ pub struct OpenClOptions {
 /// Opens the selected devices and builds (or loads) their programs. Errors say what was
 /// missing: no OpenCL loader, no platform, no matching device, a build failure with its log.
 pub fn open(options: OpenClOptions) -> prover_core::Result<OpenClBackend> {
+    // The environment's options first: a malformed one is refused before any device opens.
+    let mut gpu = GpuOptions::from_env(options.mem_limit, options.faults)?;
+    gpu.trace |= options.trace;
     let backend_err = |detail: String| prover_core::Error::Resource {
         what: "an OpenCL device",
         detail,
@@ -53,11 +56,7 @@ pub fn open(options: OpenClOptions) -> prover_core::Result<OpenClBackend> {
             OpenClDevice::open(f, &source, cache.as_ref()).map_err(|e| backend_err(e.to_string()))
         })
         .collect::<prover_core::Result<Vec<_>>>()?;
-    Ok(GpuAccelerator::new("opencl", devices, &source.names, {
-        let mut gpu = GpuOptions::from_env(options.mem_limit, options.faults)?;
-        gpu.trace |= options.trace;
-        gpu
-    }))
+    Ok(GpuAccelerator::new("opencl", devices, &source.names, gpu))
 }
 
 /// Whether this run is CI's (`CI=true` or `CI=1`).

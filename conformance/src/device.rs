@@ -1105,7 +1105,9 @@ const UNLEDGERED: u64 = 64 << 10;
 /// Slack of the driver's figure above the ledger's device peak: allocations round up (to 2 MiB
 /// pages, and a memory pool grows in larger steps), and the driver reserves memory the
 /// ledger never sees (kernels' local memory as they are first launched, the context's heaps).
-const DRIVER_SLACK: u64 = 64 << 20;
+/// An H200 holds 70 MiB above its baseline for a run whose ledger peak is under 1 MiB: local
+/// memory for every resident thread (132 SMs x 2048 threads) is reserved at the first launch.
+const DRIVER_SLACK: u64 = 128 << 20;
 
 /// The ledger's device peak against what the backend allocated (one worker, no errors mid-run:
 /// every buffer is registered after its allocation and released before its free, so the
@@ -1114,7 +1116,7 @@ const DRIVER_SLACK: u64 = 64 << 20;
 /// was opened). The driver's is the independent one: the allocated peak counts the same
 /// requested sizes as the ledger. The driver must account for the ledger's peak
 /// (`ledger <= driver + 2 MiB`, one page of the driver's rounding) and not hold much more
-/// (`driver <= 1.25 ledger + 64 MiB`: rounding up, pools, and what the driver reserves for
+/// (`driver <= 1.25 ledger + 128 MiB`: rounding up, pools, and what the driver reserves for
 /// itself). OpenCL reports no such figure, so there the driver's side is not checked.
 pub fn check_device_memory(backend: &dyn GpuBackend, ledger_peak: u64) {
     for m in backend.device_memory() {
@@ -1140,7 +1142,7 @@ pub fn check_device_memory(backend: &dyn GpuBackend, ledger_peak: u64) {
                 driver_accounts_for(driver, ledger_peak),
                 "device {}: the driver saw {driver} B in use above its baseline at the peak, \
                  the ledger counted {ledger_peak} B (allowed: from the ledger's less 2 MiB to \
-                 1.25 times it plus 64 MiB)",
+                 1.25 times it plus 128 MiB)",
                 m.device
             ),
             None => eprintln!(
@@ -1508,12 +1510,13 @@ mod tests {
         // Rounded up a little, or a pool's step above: accounted for.
         assert!(driver_accounts_for(1000 * mib, 1000 * mib));
         assert!(driver_accounts_for(1000 * mib - mib, 1000 * mib));
-        assert!(driver_accounts_for(1250 * mib + 64 * mib, 1000 * mib));
-        assert!(driver_accounts_for(64 * mib, 0));
+        assert!(driver_accounts_for(1250 * mib + 128 * mib, 1000 * mib));
+        assert!(driver_accounts_for(70 * mib, mib));
+        assert!(driver_accounts_for(128 * mib, 0));
         // Its twins: less than the ledger's peak (a buffer the driver never held), or far
         // more (a buffer the ledger never counted).
         assert!(!driver_accounts_for(1000 * mib - 3 * mib, 1000 * mib));
-        assert!(!driver_accounts_for(1250 * mib + 65 * mib, 1000 * mib));
-        assert!(!driver_accounts_for(65 * mib, 0));
+        assert!(!driver_accounts_for(1250 * mib + 129 * mib, 1000 * mib));
+        assert!(!driver_accounts_for(129 * mib, 0));
     }
 }

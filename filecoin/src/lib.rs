@@ -161,7 +161,7 @@ pub fn check_published_digest(path: &std::path::Path) -> Result<Option<f64>> {
         return Ok(None);
     };
     let t = Instant::now();
-    let mut file = prover_core::params::open_regular_file(path)?;
+    let mut file = prover_core::files::open_regular_file(path)?;
     let mut state = blake2b_simd::Params::new().to_state();
     let bytes = std::io::copy(&mut file, &mut state)
         .with_context(|| format!("reading {}", path.display()))?;
@@ -203,7 +203,7 @@ pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
     let generated = !params_path.exists();
     let marker = generated_marker(&params_path);
     if generated {
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        prover_core::files::create_dir_all(&dir)?;
         let t = Instant::now();
         let trapdoor = Trapdoor::random(&mut rand::rngs::OsRng);
         let vk = write_parameters_with_progress(blank()?, &trapdoor, &params_path, progress)
@@ -227,8 +227,8 @@ pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
         None
     };
     let t = Instant::now();
-    let params = Parameters::read_file(&params_path, check)
-        .with_context(|| format!("reading {}", params_path.display()))?;
+    // Its errors name the file.
+    let params = Parameters::read_file(&params_path, check)?;
     let read_seconds = t.elapsed().as_secs_f64();
     let trust = match (check, digest) {
         (PointCheck::Checked, _) => {

@@ -270,7 +270,7 @@ pub fn check_field_elements(json: &serde_json::Value) -> Result<()> {
 /// Reads a C1 output in either form; every field element in it is checked (see
 /// [`check_field_elements`]).
 pub fn read_c1(path: &Path) -> Result<C1File> {
-    let bytes = prover_core::params::read_regular_file(path)?;
+    let bytes = prover_core::files::read_input(path, prover_core::files::InputKind::C1Output)?;
     if let Ok(json) = serde_json::from_slice::<serde_json::Value>(&bytes) {
         check_field_elements(&json).with_context(|| format!("reading {}", path.display()))?;
     }

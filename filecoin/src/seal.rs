@@ -79,21 +79,23 @@ pub fn seal_sector<Tree: 'static + MerkleTreeTrait>(
     let sector_id = SectorId::from(rng.gen::<u64>());
     let sector_dir = dir.join(format!("sector-{}", u64::from(sector_id)));
     let cache = sector_dir.join("cache");
-    std::fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
+    prover_core::files::create_dir_all(&cache)?;
     let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
     let mut data = vec![0u8; u64::from(unpadded) as usize];
     rng.fill_bytes(&mut data);
     let piece_path = sector_dir.join("piece");
-    std::fs::write(&piece_path, &data)?;
-    let mut piece = std::fs::File::open(&piece_path)?;
+    std::fs::write(&piece_path, &data)
+        .with_context(|| format!("writing {}", piece_path.display()))?;
+    let mut piece = prover_core::files::open_regular_file(&piece_path)?;
     let piece_info = generate_piece_commitment(&mut piece, unpadded)?;
     piece.rewind()?;
     let staged = sector_dir.join("staged");
-    let mut staged_file = std::fs::File::create(&staged)?;
+    let mut staged_file =
+        std::fs::File::create(&staged).with_context(|| format!("creating {}", staged.display()))?;
     add_piece(&mut piece, &mut staged_file, unpadded, &[])?;
     staged_file.flush()?;
     let replica = sector_dir.join("sealed");
-    std::fs::File::create(&replica)?;
+    std::fs::File::create(&replica).with_context(|| format!("creating {}", replica.display()))?;
     let ticket: [u8; 32] = rng.gen();
     let phase1 = seal_pre_commit_phase1::<_, _, _, Tree>(
         config,

@@ -92,11 +92,11 @@ impl GpuOptions {
         Ok(GpuOptions {
             mem_limit,
             faults,
-            msm: MsmKernel::from_env().map_err(invalid("the MSM kernel"))?,
-            scan: ScanMode::from_env().map_err(invalid("the scalar scan"))?,
+            msm: MsmKernel::from_env().map_err(invalid("MSM kernel"))?,
+            scan: ScanMode::from_env().map_err(invalid("scalar scan"))?,
             trace: crate::trace::trace_from_env(),
             beside: beside_from_env().map_err(invalid("uploads beside kernels"))?,
-            ntt_shape: ntt_shape_from_env().map_err(invalid("the NTT's pass shape"))?,
+            ntt_shape: ntt_shape_from_env().map_err(invalid("NTT pass shape"))?,
         })
     }
 }

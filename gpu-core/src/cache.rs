@@ -16,6 +16,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use prover_core::files::InputKind;
 use sha2::{Digest, Sha256};
 
 /// The environment variable naming the cache folder.
@@ -114,8 +115,9 @@ impl std::error::Error for Refusal {}
 pub enum Miss {
     /// No file at the key.
     Absent,
-    /// A file that could not be read.
-    Unreadable(std::io::Error),
+    /// A file that could not be read (not a regular file, too large, an I/O error); the error
+    /// names the file.
+    Unreadable(prover_core::Error),
     /// A file that is not the entry its name promises.
     Refused(Refusal),
 }
@@ -124,7 +126,7 @@ impl fmt::Display for Miss {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Miss::Absent => write!(f, "no entry"),
-            Miss::Unreadable(e) => write!(f, "unreadable: {e}"),
+            Miss::Unreadable(e) => e.fmt(f),
             Miss::Refused(r) => r.fmt(f),
         }
     }
@@ -230,9 +232,14 @@ impl KernelCache {
 
     /// The cached binary of `api` for `key`, or why there is none.
     pub fn fetch(&self, api: &str, key: &str) -> Result<Vec<u8>, Miss> {
-        let entry = match std::fs::read(self.path(api, key)) {
+        let path = self.path(api, key);
+        let entry = match prover_core::files::read_input(&path, InputKind::KernelBinary) {
             Ok(entry) => entry,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Miss::Absent),
+            Err(prover_core::Error::Io { error, .. })
+                if error.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Err(Miss::Absent)
+            }
             Err(e) => return Err(Miss::Unreadable(e)),
         };
         decode(&Self::name(api, key), &entry)
@@ -263,16 +270,13 @@ impl KernelCache {
     pub fn store(&self, api: &str, key: &str, binary: &[u8]) {
         let path = self.path(api, key);
         let entry = encode(&Self::name(api, key), binary);
-        let result = std::fs::create_dir_all(&self.folder)
-            .map_err(|e| prover_core::Error::io(format!("creating {}", self.folder.display()), e))
-            .and_then(|()| {
-                prover_core::params::write_atomically(&path, |w| {
-                    use std::io::Write;
-                    w.write_all(&entry).map_err(|e| {
-                        prover_core::Error::io(format!("writing {}", path.display()), e)
-                    })
-                })
-            });
+        let result = prover_core::files::create_dir_all(&self.folder).and_then(|()| {
+            prover_core::params::write_atomically(&path, |w| {
+                use std::io::Write;
+                w.write_all(&entry)
+                    .map_err(|e| prover_core::Error::io(format!("writing {}", path.display()), e))
+            })
+        });
         if let Err(e) = result {
             eprintln!("warning: the {api} program cache could not be written: {e}");
         }

@@ -1,5 +1,6 @@
 //! The backend a run asks for (`--backend`), opened once per process, with the CPU as the
-//! fallback of the device backends (a partition a device hands back is proved there).
+//! fallback of the device backends (a partition a device hands back is proved there), and
+//! checked before anything slow runs ([`preflight`]: the libraries, the devices named).
 
 use std::sync::Arc;
 
@@ -28,6 +29,86 @@ pub fn open(cfg: &RunConfig) -> anyhow::Result<Backends> {
     }
 }
 
+/// Checks in milliseconds, before any parameters are loaded or generated, what a run of `cfg`
+/// needs from its backend: `PROOFLINE_PARAMS_ON` is `cpu` or `device`, and for a device backend
+/// its libraries load (every function there, for CUDA), `--opencl-device` matches, and every
+/// ordinal of `--gpus` (the first one by default: the device that generates missing parameters
+/// unless `PROOFLINE_PARAMS_ON=cpu`) is one of its devices, listed once. No kernel is compiled.
+/// The CPU backend has nothing to check.
+pub fn preflight(cfg: &RunConfig) -> anyhow::Result<()> {
+    if cfg.backend == BackendKind::Cpu {
+        return Ok(());
+    }
+    params_on_device_from_env()?;
+    // The device layer's settings (PROOFLINE_GPU_* and the like), before any parameter.
+    gpu_core::GpuOptions::from_env(cfg.gpu_mem_limit, None)?;
+    let ordinals: &[usize] = if cfg.gpus.is_empty() { &[0] } else { &cfg.gpus };
+    check_devices(cfg.backend, cfg.opencl_device.as_deref(), ordinals)
+}
+
+/// Checks, without compiling a kernel, that `backend` opens and has every device in
+/// `ordinals` (ordinals of its device list, which `opencl_device` selects for OpenCL), each
+/// listed once. The CPU backend has nothing to check.
+pub fn check_devices(
+    backend: BackendKind,
+    opencl_device: Option<&str>,
+    ordinals: &[usize],
+) -> anyhow::Result<()> {
+    let count = match backend {
+        BackendKind::Cpu => return Ok(()),
+        BackendKind::Opencl => opencl_device_count(opencl_device)?,
+        BackendKind::Cuda => cuda_device_count()?,
+    };
+    check_ordinals(ordinals, count, backend.name()).map_err(anyhow::Error::msg)
+}
+
+/// Refuses an ordinal past `count` devices, or one listed twice.
+fn check_ordinals(ordinals: &[usize], count: usize, backend: &str) -> Result<(), String> {
+    for (i, &d) in ordinals.iter().enumerate() {
+        if d >= count {
+            return Err(format!(
+                "device {d} does not exist: the {backend} backend has {count} device{} \
+                 (ordinals 0..{count})",
+                if count == 1 { "" } else { "s" }
+            ));
+        }
+        if ordinals[..i].contains(&d) {
+            return Err(format!("device {d} is listed twice"));
+        }
+    }
+    Ok(())
+}
+
+/// How many devices `--opencl-device` selects (the platforms listed, nothing built).
+#[cfg(feature = "opencl")]
+fn opencl_device_count(opencl_device: Option<&str>) -> anyhow::Result<usize> {
+    let selector =
+        backend_opencl::Selector::parse(opencl_device.unwrap_or("")).map_err(anyhow::Error::msg)?;
+    let found = backend_opencl::select::select(&selector).map_err(|detail| {
+        prover_core::Error::Resource {
+            what: "an OpenCL device",
+            detail,
+        }
+    })?;
+    Ok(found.len())
+}
+
+#[cfg(not(feature = "opencl"))]
+fn opencl_device_count(_: Option<&str>) -> anyhow::Result<usize> {
+    anyhow::bail!("this proofline was built without the `opencl` feature")
+}
+
+/// How many CUDA devices the driver lists (both libraries checked, nothing compiled).
+#[cfg(feature = "cuda")]
+fn cuda_device_count() -> anyhow::Result<usize> {
+    Ok(backend_cuda::preflight()?)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_device_count() -> anyhow::Result<usize> {
+    anyhow::bail!("this proofline was built without the `cuda` feature")
+}
+
 /// The environment variable that keeps parameter generation on the CPU (`cpu`) when a device
 /// backend is chosen; by default a device backend generates missing parameters on its first
 /// device.
@@ -36,9 +117,7 @@ pub const PARAMS_ON_VAR: &str = "PROOFLINE_PARAMS_ON";
 /// Who computes missing parameters' points for `cfg`: the first selected device of a device
 /// backend (unless `PROOFLINE_PARAMS_ON=cpu`), else the CPU. Same bytes either way.
 pub fn multiplier(cfg: &RunConfig) -> anyhow::Result<Box<dyn Multiplier>> {
-    let on_device = params_on_device(&std::env::var(PARAMS_ON_VAR).unwrap_or_default())
-        .map_err(anyhow::Error::msg)?;
-    if !on_device {
+    if !params_on_device_from_env()? {
         return Ok(Box::new(CpuMultiplier));
     }
     let device = cfg.gpus.first().copied().unwrap_or(0);
@@ -60,6 +139,12 @@ pub fn multiplier(cfg: &RunConfig) -> anyhow::Result<Box<dyn Multiplier>> {
         #[allow(unreachable_patterns)]
         _ => open(cfg).map(|_| Box::new(CpuMultiplier) as Box<dyn Multiplier>),
     }
+}
+
+/// Whether missing parameters are generated on a device, from `PROOFLINE_PARAMS_ON` (read here
+/// only, for [`multiplier`] and [`preflight`] alike).
+fn params_on_device_from_env() -> anyhow::Result<bool> {
+    params_on_device(&std::env::var(PARAMS_ON_VAR).unwrap_or_default()).map_err(anyhow::Error::msg)
 }
 
 /// `PROOFLINE_PARAMS_ON`'s value: `device` or unset (true), `cpu` (false).
@@ -144,7 +229,7 @@ pub fn cache_cuda_kernels(arch: (i32, i32)) -> anyhow::Result<CachedKernels> {
         )
     })?;
     let source = gpu_core::KernelSource::new(gpu_core::Limbs::L32);
-    let modules = backend_cuda::nvrtc::modules(&source, arch, &|line| eprintln!("{line}"))
+    let modules = backend_cuda::nvrtc::modules(&source, arch, &|line| crate::tell!("{line}"))
         .map_err(|e| {
             anyhow::anyhow!(
                 "compiling the CUDA kernels for sm_{}{}: {e}",
@@ -183,7 +268,22 @@ pub fn parse_cuda_arch(s: &str) -> Result<(i32, i32), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{params_on_device, parse_cuda_arch};
+    use super::{check_ordinals, params_on_device, parse_cuda_arch};
+
+    #[test]
+    fn every_ordinal_is_checked_and_a_repeat_refused() {
+        assert_eq!(check_ordinals(&[0], 1, "opencl"), Ok(()));
+        assert_eq!(check_ordinals(&[1, 0], 2, "cuda"), Ok(()));
+        // Negative twins: the second ordinal past the end, a repeat, and no device at all.
+        let e = check_ordinals(&[0, 7], 2, "cuda").unwrap_err();
+        assert!(
+            e.contains("device 7 does not exist") && e.contains("cuda backend has 2 devices"),
+            "{e}"
+        );
+        let e = check_ordinals(&[0, 0], 2, "cuda").unwrap_err();
+        assert!(e.contains("device 0 is listed twice"), "{e}");
+        assert!(check_ordinals(&[0], 0, "opencl").is_err());
+    }
 
     #[test]
     fn params_on_parses_and_nonsense_is_refused() {

@@ -11,9 +11,11 @@ use prover_core::PointCheck;
 
 use crate::config::RunConfig;
 use crate::filecoin::Job;
+use crate::outputs::write_file;
 use crate::params_cache::Bar;
 use crate::point::{run_jobs, PointOutcome, Prepared};
-use crate::sweep::write_file;
+use crate::preflight::RunFiles;
+use crate::say;
 use crate::units::{parse_pw, parse_size};
 use crate::workloads::{Workload, WorkloadCircuit};
 
@@ -53,10 +55,10 @@ fn print_peaks<'a>(
     names: impl Iterator<Item = &'a str>,
     peaks: &std::collections::BTreeMap<String, crate::point::CountBytes>,
 ) {
-    println!("{title}");
+    say!("{title}");
     for name in names {
         let p = peaks.get(name).copied().unwrap_or_default();
-        println!("  {name:<21} {:>4} / {}", p.count, human_bytes(p.bytes));
+        say!("  {name:<21} {:>4} / {}", p.count, human_bytes(p.bytes));
     }
 }
 
@@ -64,7 +66,7 @@ fn print_peaks<'a>(
 pub fn print_outcome(o: &PointOutcome) {
     let r = &o.result;
     let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
-    println!(
+    say!(
         "wall {} s: {} s per proof, {} s per partition, {} proofs/min; parameters loaded in {} s",
         f(r.wall_seconds),
         f(r.seconds_per_proof),
@@ -72,7 +74,7 @@ pub fn print_outcome(o: &PointOutcome) {
         f(r.proofs_per_minute),
         f(r.params_load_seconds)
     );
-    println!(
+    say!(
                 "stage time summed over partitions: synthesis {:.3} s, accelerator {:.3} s, finalize {:.3} s; accelerator workers busy {:.0}%",
                 o.stats.synthesis_seconds,
                 o.stats.accelerator_seconds,
@@ -80,7 +82,7 @@ pub fn print_outcome(o: &PointOutcome) {
                 100.0 * o.stats.mean_accelerator_busy()
             );
     for d in &o.stats.devices {
-        println!(
+        say!(
             "device {}: its workers in the accelerator {:.0}% of the wall time ({:.3} s), {} partitions, {} failures ({} proofs rejected){}",
             d.name,
             100.0 * d.busy_fraction,
@@ -97,10 +99,10 @@ pub fn print_outcome(o: &PointOutcome) {
             .iter()
             .map(|s| format!("{} {:.3} s ({}x)", s.name, s.seconds, s.count))
             .collect();
-        println!("device steps, summed: {}", steps.join(", "));
+        say!("device steps, summed: {}", steps.join(", "));
     }
     match r.verify_seconds {
-        Some(s) => println!(
+        Some(s) => say!(
             "checked before reporting: {} partition proofs in {s:.3} s ({:.2}% of the stage time \
              summed), {} rejected",
             r.partitions_checked,
@@ -112,12 +114,13 @@ pub fn print_outcome(o: &PointOutcome) {
                     .max(f64::MIN_POSITIVE),
             r.partitions_rejected
         ),
-        None => println!("checked before reporting: off (--no-verify)"),
+        None => say!("checked before reporting: off (--no-verify)"),
     }
     if o.stats.fallback_partitions > 0 {
-        println!(
+        say!(
             "fallback: {} partitions, {:.3} s",
-            o.stats.fallback_partitions, o.stats.fallback_seconds
+            o.stats.fallback_partitions,
+            o.stats.fallback_seconds
         );
     }
     print_peaks(
@@ -131,19 +134,19 @@ pub fn print_outcome(o: &PointOutcome) {
         &r.buffer_peaks,
     );
     let b = |v: Option<u64>| v.map_or("-".into(), human_bytes);
-    println!(
+    say!(
         "memory: ledger peak {}, peak RSS {}, baseline RSS {} (parameters loaded)",
         b(r.ledger_peak_bytes),
         b(r.peak_rss_bytes),
         b(r.baseline_rss_bytes)
     );
     if let Some(peak) = r.device_peak_bytes {
-        println!(
+        say!(
             "device memory: ledger peak {} (resident bases and partitions' buffers)",
             human_bytes(peak)
         );
         for d in &r.devices {
-            println!(
+            say!(
                 "device {} memory: allocated peak {}, driver in use {} at open, peak {} ({} above the baseline)",
                 d.name,
                 b(d.allocated_peak_bytes),
@@ -153,7 +156,7 @@ pub fn print_outcome(o: &PointOutcome) {
             );
         }
     }
-    println!(
+    say!(
         "verified: {}/{} jobs, {} partitions{}{}",
         r.proofs_verified,
         r.proofs_verified + r.proofs_failed,
@@ -171,6 +174,9 @@ pub fn print_outcome(o: &PointOutcome) {
 /// `proofline filecoin seal`: a sector of random data through C1, its outputs written.
 pub fn seal(sector_size: u64, out: &Path, force: bool) -> anyhow::Result<()> {
     let run = || -> anyhow::Result<()> {
+        // Held while sealing: two seals into one folder would mix their files.
+        let _claim =
+            crate::outputs::claim_folder("--out", out, false).map_err(anyhow::Error::msg)?;
         let owned = ["c1.json", "c1-raw.json", "sector.json", "sector"];
         let existing: Vec<&str> = owned
             .iter()
@@ -191,7 +197,6 @@ pub fn seal(sector_size: u64, out: &Path, force: bool) -> anyhow::Result<()> {
                     .with_context(|| format!("removing {}", sector.display()))?;
             }
         }
-        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         let t = Instant::now();
         let sectors = out.join("sector");
         let sealed = porep::seal_c1(sector_size, &sectors, &mut rand::thread_rng())?;
@@ -208,25 +213,25 @@ pub fn seal(sector_size: u64, out: &Path, force: bool) -> anyhow::Result<()> {
             serde_json::to_vec(&porep::raw_c1(&sealed.output)?)?,
         )?;
         let info = write("sector.json", serde_json::to_vec_pretty(&sealed.info)?)?;
-        println!(
+        say!(
             "sealed a {} sector ({:?}, sector {}) through C1 in {seconds:.1} s",
             human_bytes(sector_size),
             sealed.info.registered_proof,
             sealed.info.sector_id
         );
-        println!(
+        say!(
             "  {}  C1 output, filecoin-proofs-api wrapper (as Lotus and Curio hand it)",
             wrapped.display()
         );
-        println!(
+        say!(
             "  {}  C1 output, filecoin-proofs' raw struct",
             raw.display()
         );
-        println!(
+        say!(
             "  {}  sector number, prover id, commitments (for verify_seal)",
             info.display()
         );
-        println!("  {}  the sealed replica and its cache", sectors.display());
+        say!("  {}  the sealed replica and its cache", sectors.display());
         Ok(())
     };
     run()
@@ -243,23 +248,15 @@ pub fn c2(args: C2Args) -> anyhow::Result<()> {
             jobs: 1,
             ..args.run.clone().normalized()
         };
-        cfg.validate().map_err(anyhow::Error::msg)?;
+        let sector_json = args.c1.with_file_name("sector.json");
+        let mut files = RunFiles {
+            inputs: vec![args.c1.as_path(), sector_json.as_path()],
+            ..RunFiles::default()
+        };
         if let Some(out) = &args.out {
-            anyhow::ensure!(
-                !out.is_dir(),
-                "--out {} is a folder: give the path of the proof file to write",
-                out.display()
-            );
-            let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
-            if let Some(parent) = parent {
-                anyhow::ensure!(
-                    parent.is_dir(),
-                    "--out {}: the folder {} does not exist",
-                    out.display(),
-                    parent.display()
-                );
-            }
+            files.outputs.push(("--out", out));
         }
+        crate::preflight::check(&cfg, &files)?;
         let (config, c1) = match porep::read_c1(&args.c1)? {
             porep::C1File::Wrapped(w) => {
                 if let Some(size) = args.sector_size {
@@ -279,11 +276,13 @@ pub fn c2(args: C2Args) -> anyhow::Result<()> {
                 (porep::registered_proof(size)?.as_v1_config(), *raw)
             }
         };
-        let sector_json = args.c1.with_file_name("sector.json");
         let info: Option<porep::SectorInfo> = if sector_json.exists() {
             Some(
-                serde_json::from_slice(&prover_core::params::read_regular_file(&sector_json)?)
-                    .with_context(|| format!("reading {}", sector_json.display()))?,
+                serde_json::from_slice(&prover_core::files::read_input(
+                    &sector_json,
+                    prover_core::files::InputKind::Document,
+                )?)
+                .with_context(|| format!("reading {}", sector_json.display()))?,
             )
         } else {
             None
@@ -319,7 +318,7 @@ pub fn c2(args: C2Args) -> anyhow::Result<()> {
                 human_bytes(abc + rest)
             );
         }
-        println!(
+        say!(
             "C2 of sector {sector_id} ({} bytes, {partitions} partitions) from {}",
             u64::from(config.sector_size),
             args.c1.display()
@@ -336,7 +335,7 @@ pub fn c2(args: C2Args) -> anyhow::Result<()> {
             &bar,
         )?;
         bar.finish(format!("{}", cached.path.display()));
-        println!(
+        say!(
             "parameters {} ({}): {}{}; read in {:.1} s",
             cached.path.display(),
             human_bytes(cached.params.heap_bytes() as u64),
@@ -367,21 +366,86 @@ pub fn c2(args: C2Args) -> anyhow::Result<()> {
         };
         let (o, mut proofs) = run_jobs(&cfg, args.pw, prepared, &mut |_, _| {})?;
         print_outcome(&o);
-        let proofs = proofs.pop().context("one job")??;
+        let proofs = match proofs.pop().context("one job")? {
+            Ok(proofs) => proofs,
+            Err(e) => return Err(blame_c2(e, &config, &c1, &cached.path)),
+        };
         let bytes = prover_core::Proof::many_to_bytes(&proofs);
-        if let Some(out) = &args.out {
-            write_file(out, &bytes).map_err(anyhow::Error::msg)?;
-            println!("proof ({} bytes) written to {}", bytes.len(), out.display());
-        }
+        // Checked before it is written: a rejected proof never lands under --out.
         let t = Instant::now();
         let ok = porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &bytes)?;
-        println!(
+        say!(
             "filecoin-proofs verify_seal: {} ({:.3} s)",
             if ok { "accepted" } else { "REJECTED" },
             t.elapsed().as_secs_f64()
         );
-        anyhow::ensure!(ok, "verify_seal rejected the proof");
+        if let (true, Some(out)) = (ok, &args.out) {
+            write_file(out, &bytes).map_err(anyhow::Error::msg)?;
+            say!("proof ({} bytes) written to {}", bytes.len(), out.display());
+        }
+        anyhow::ensure!(
+            ok,
+            "verify_seal rejected the proof{}",
+            if args.out.is_some() {
+                "; nothing was written to --out"
+            } else {
+                ""
+            }
+        );
         Ok(())
     };
     run()
+}
+
+/// Where a failed C2 job's blame goes. When a partition's witness does not satisfy its circuit
+/// (found by synthesis, or by checking the C1 output again after proofline's check rejected the
+/// CPU's own proof), the C1 output is at fault, not the parameters; otherwise the parameter
+/// file is named as the suspect.
+fn blame_c2(
+    e: prover_core::Error,
+    config: &filecoin_proofs::PoRepConfig,
+    c1: &filecoin_proofs::SealCommitPhase1Output<Tree2KiB>,
+    params: &Path,
+) -> anyhow::Error {
+    use prover_core::{CpuSynthesizer, Error, Synthesizer};
+    let Error::PartitionFailed {
+        partition, source, ..
+    } = &e
+    else {
+        return e.into();
+    };
+    let unsatisfied = match &**source {
+        Error::StatementMismatch { position, .. } => {
+            return anyhow::anyhow!(
+                "partition {partition}: the C1 output's vanilla proofs do not prove the statement \
+                 its own seed, ticket and commitments give (public input {position} differs): the \
+                 C1 file was altered or damaged; the parameters are not at fault. No proof was \
+                 made"
+            )
+        }
+        Error::Unsatisfied { index, annotation } => Some((*index, annotation.clone())),
+        Error::ProofRejected { .. } => {
+            // Synthesized again with the satisfiability check: seconds, on this failure path only.
+            let circuit = porep::porep_circuits::<Tree2KiB>(config, c1)
+                .ok()
+                .and_then(|c| c.into_iter().nth(*partition));
+            match circuit.map(|(c, _)| CpuSynthesizer.synthesize(c)) {
+                Some(Err(Error::Unsatisfied { index, annotation })) => Some((index, annotation)),
+                _ => None,
+            }
+        }
+        _ => return e.into(),
+    };
+    match unsatisfied {
+        Some((index, annotation)) => anyhow::anyhow!(
+            "partition {partition}: the C1 output does not satisfy its circuit (constraint {index}, \
+             {annotation}): the C1 file was altered or damaged (its seed, ticket, commitments and \
+             vanilla proofs disagree); the parameters are not at fault. No proof was written"
+        ),
+        None => anyhow::anyhow!(
+            "{e} (parameter file {}; the C1 output satisfies its circuit, so the parameters are the \
+             suspect). No proof was written",
+            params.display()
+        ),
+    }
 }

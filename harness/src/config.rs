@@ -150,6 +150,10 @@ fn gpu_selector(s: &str) -> Result<(), String> {
     }
 }
 
+/// The most partitions (`--partitions` x `--jobs`) one run takes: every partition's circuit and
+/// witness is built before the clock starts.
+pub const MAX_RUN_PARTITIONS: usize = 4096;
+
 /// Checks a synthesis worker count (`--pw`).
 pub fn validate_pw(pw: usize) -> Result<(), String> {
     let max = prover_core::engine::MAX_SLOTS;
@@ -351,6 +355,16 @@ impl RunConfig {
             if v < min || v > max {
                 return Err(format!("{name} {v}: it must be between {min} and {max}"));
             }
+        }
+        if self.partitions.saturating_mul(self.jobs) > MAX_RUN_PARTITIONS {
+            return Err(format!(
+                "--partitions {} x --jobs {} is {} partitions: a run builds every partition's \
+                 circuit and witness before it starts, so it takes at most {MAX_RUN_PARTITIONS}; \
+                 run fewer jobs",
+                self.partitions,
+                self.jobs,
+                self.partitions.saturating_mul(self.jobs)
+            ));
         }
         if let Some(MemBudget::Bytes(b)) = self.mem_budget {
             if b < MIN_MEM_BUDGET {

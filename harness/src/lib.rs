@@ -5,11 +5,15 @@
 pub mod backend;
 pub mod commands;
 pub mod config;
+pub mod console;
 pub mod filecoin;
+pub mod outputs;
 pub mod params_cache;
 pub mod pce;
 pub mod point;
+pub mod preflight;
 pub mod report;
+pub mod signals;
 pub mod sweep;
 pub mod synthetic;
 pub mod units;

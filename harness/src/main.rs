@@ -7,10 +7,15 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use harness::commands::{c2, print_outcome, seal, C2Args};
 use harness::config::RunConfig;
+use harness::console::{stdout_state, Stdout, CLOSED_PIPE_STATUS};
+use harness::outputs::write_file;
 use harness::point::{prepare, run_jobs, run_point, PointStatus};
+use harness::preflight::{parameter_file, RunFiles};
 use harness::report::{timeline_csv, SweepConfig};
-use harness::sweep::{interrupted, output_folder, run_sweep, summary, write_file, KILL_HOOK_ENV};
+use harness::signals::{interrupted, signal_name};
+use harness::sweep::{output_folder, run_sweep, summary, KILL_HOOK_ENV, PANIC_HOOK_ENV};
 use harness::units::{parse_pw, parse_pw_list, parse_size};
+use harness::{say, tell};
 
 #[derive(Parser)]
 #[command(
@@ -150,12 +155,24 @@ fn fix_mmap_threshold() {
 fn main() -> ExitCode {
     fix_mmap_threshold();
     let cli = Cli::parse();
-    match run(cli.command) {
-        Ok(()) => ExitCode::SUCCESS,
+    harness::signals::install();
+    let result = run(cli.command);
+    // Standard output closed early (`| head`): the work is done; end quietly, as a process that
+    // SIGPIPE ended. Standard output failing otherwise (a full disk) is an error.
+    let stdout = stdout_state();
+    match result {
         Err(e) => {
-            eprintln!("error: {e:#}");
+            tell!("error: {e:#}");
             ExitCode::FAILURE
         }
+        Ok(()) => match stdout {
+            Stdout::Fine => ExitCode::SUCCESS,
+            Stdout::Closed => ExitCode::from(CLOSED_PIPE_STATUS),
+            Stdout::Failed(why) => {
+                tell!("error: writing to standard output: {why}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 
@@ -177,25 +194,32 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             let run = run
                 .normalized()
                 .with_device_trace(device_trace, no_device_trace);
-            run.validate().map_err(msg)?;
-            let out = output_folder(out.as_deref()).map_err(msg)?;
+            harness::preflight::check(&run, &RunFiles::default())?;
+            let claim = output_folder(out.as_deref()).map_err(msg)?;
             let cfg = SweepConfig {
                 run,
                 pw: pw.0,
                 ram_limit,
-                out,
+                out: claim.path().to_path_buf(),
             };
             let exe = std::env::current_exe().context("finding this binary")?;
-            let results = run_sweep(&cfg, &exe).map_err(msg)?;
-            print!("{}", summary(&results));
+            let outcome = run_sweep(&cfg, &exe).map_err(msg)?;
+            drop(claim);
+            let results = &outcome.results;
+            // The table first: on a full disk it is where the results still are.
+            say!("{}", summary(results).trim_end());
+            if let Err(e) = outcome.written {
+                anyhow::bail!("the results above could not all be written: {e}");
+            }
             let ok = results
                 .points
                 .iter()
                 .filter(|p| p.status == PointStatus::Ok)
                 .count();
-            if interrupted() {
+            if let Some(sig) = interrupted() {
                 anyhow::bail!(
-                    "interrupted after {} of {} points; results so far in {}",
+                    "interrupted by {} after {} of {} points; results so far in {}",
+                    signal_name(sig),
                     results.points.len(),
                     cfg.pw.len(),
                     cfg.out.display()
@@ -212,7 +236,7 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
         Cmd::Kernels { cuda_arch } => {
             let t = std::time::Instant::now();
             let k = harness::backend::cache_cuda_kernels(cuda_arch)?;
-            println!(
+            say!(
                 "{}: {} kernels compiled in {:.1} s, {} already cached",
                 k.folder.display(),
                 k.compiled,
@@ -222,8 +246,9 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             Ok(())
         }
         Cmd::Report { dir } => {
+            harness::outputs::check_file("report", &dir.join("report.svg"), &[]).map_err(msg)?;
             let path = harness::report::redraw(&dir).map_err(msg)?;
-            println!("{}", path.display());
+            say!("{}", path.display());
             Ok(())
         }
         Cmd::Point {
@@ -235,10 +260,15 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             let cfg: RunConfig =
                 serde_json::from_str(&config).context("--config is not a run configuration")?;
             cfg.validate().map_err(msg)?;
-            let kill = std::env::var(KILL_HOOK_ENV)
-                .ok()
-                .and_then(|v| v.parse::<usize>().ok())
-                == Some(pw);
+            let hook = |var: &str| {
+                std::env::var(var)
+                    .ok()
+                    .and_then(|v| v.parse::<usize>().ok())
+            };
+            if hook(PANIC_HOOK_ENV) == Some(pw) {
+                panic!("a point asked to panic ({PANIC_HOOK_ENV})");
+            }
+            let kill = hook(KILL_HOOK_ENV) == Some(pw);
             let mut progress = |done: u64, total: u64| {
                 // The sweep reads these; if it is gone, nobody does (no panic on a closed pipe).
                 use std::io::Write;
@@ -268,9 +298,20 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             let cfg = run
                 .normalized()
                 .with_device_trace(device_trace.is_some(), no_device_trace);
+            let params = parameter_file(&cfg);
+            let svg = device_trace.as_ref().map(|p| p.with_extension("svg"));
+            let mut files = RunFiles {
+                inputs: params.iter().map(|p| p.as_path()).collect(),
+                ..RunFiles::default()
+            };
+            if let (Some(csv), Some(svg)) = (&device_trace, &svg) {
+                files.outputs.push(("--device-trace", csv));
+                files.outputs.push(("--device-trace (its SVG)", svg));
+            }
+            harness::preflight::check(&cfg, &files)?;
             let spec = cfg.workload();
             let prepared = prepare(&cfg, true)?;
-            println!(
+            say!(
                 "workload {}{}{} ({}), {} jobs x {} partitions, pw {pw}, release {}; parameters in {:.1} s",
                 cfg.circuit.name(),
                 if cfg.replay { harness::report::REPLAY_NOTE } else { "" },
@@ -299,7 +340,7 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             } else {
                 harness::report::device_trace::trace_summary(&o.device_trace)
                     .iter()
-                    .for_each(|l| println!("{l}"));
+                    .for_each(|l| say!("{l}"));
             }
             anyhow::ensure!(o.result.proofs_failed == 0, "some proofs failed");
             Ok(())

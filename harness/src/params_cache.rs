@@ -70,7 +70,7 @@ impl Bar {
     /// Ends the bar with a message.
     pub fn finish(&self, msg: String) {
         if self.plain.is_some() && self.total.load(Ordering::Relaxed) > 0 {
-            eprintln!("parameters {}: {msg}", self.name);
+            crate::tell!("parameters {}: {msg}", self.name);
         }
         self.bar.finish_with_message(msg);
     }
@@ -82,7 +82,7 @@ impl GenProgress for Bar {
         self.bar.set_message("computing query points");
         self.total.store(total, Ordering::Relaxed);
         if self.plain.is_some() {
-            eprintln!(
+            crate::tell!(
                 "parameters {}: circuit synthesized in {:.1} s, {total} points to compute",
                 self.name,
                 self.start.elapsed().as_secs_f64()
@@ -105,7 +105,7 @@ impl GenProgress for Bar {
             let total = self.total.load(Ordering::Relaxed).max(1);
             let tenth = (done * 10 / total).min(10);
             if printed.fetch_max(tenth, Ordering::Relaxed) < tenth {
-                eprintln!(
+                crate::tell!(
                     "parameters {}: {}% ({done}/{total} points, {:.1} s)",
                     self.name,
                     tenth * 10,
@@ -136,8 +136,7 @@ pub fn load_or_generate(
     if path.exists() {
         return Ok((Parameters::read_file(&path, PointCheck::Unchecked)?, true));
     }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| prover_core::Error::io(format!("creating {}", dir.display()), e))?;
+    prover_core::files::create_dir_all(dir)?;
     let reporter = Bar::new(&spec.cache_key(), progress);
     let seed = spec
         .cache_key()

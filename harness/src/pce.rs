@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Context;
 use prover_core::pce::Origin;
 use prover_core::{PceSynthesizer, Precompiled};
 
@@ -30,12 +29,11 @@ pub fn synthesizer(
     circuit: WorkloadCircuit,
 ) -> anyhow::Result<Arc<PceSynthesizer>> {
     let path = cache_path(cfg, params_path);
-    std::fs::create_dir_all(&cfg.params_dir)
-        .with_context(|| format!("creating {}", cfg.params_dir.display()))?;
+    prover_core::files::create_dir_all(&cfg.params_dir)?;
     let start = Instant::now();
     let (pce, origin) = Precompiled::load_or_record(&path, circuit)?;
     let m = pce.matrices();
-    eprintln!(
+    crate::tell!(
         "pre-compiled constraints {} in {:.1} s: {} constraints, {} nonzeros, {} coefficients in \
          the table, {:.1} MiB in memory ({:.1} bytes per nonzero) [{}]",
         match origin {

@@ -532,9 +532,15 @@ pub fn run_jobs(
     let mut handles = Vec::with_capacity(n_jobs);
     let mut rng = rand::thread_rng();
     for job in jobs {
+        // Each partition's witness must hold the inputs its statement declares.
+        handles.push(engine.submit_statement(
+            &prepared,
+            job.circuits,
+            job.inputs.clone(),
+            &mut rng,
+        )?);
         inputs.push(job.inputs);
         seals.push(job.seal);
-        handles.push(engine.submit(&prepared, job.circuits, &mut rng)?);
     }
     // Jobs are awaited on their own thread, which stamps the end of the last one; this thread
     // reports progress meanwhile.

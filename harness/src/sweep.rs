@@ -4,75 +4,29 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::config::RunConfig;
+use crate::outputs::{claim_folder, reason, write_file, FolderClaim};
 use crate::point::{PointResult, PointStatus};
 use crate::report::{
     points_csv, read_timelines, recommend, report_title, table, utc_now, write_svg, Host,
     SweepConfig, SweepResults, SCHEMA,
 };
+use crate::signals::{interrupted, signal_name, Cooperative};
+use prover_core::files::{read_input, InputKind};
 
-/// Set by SIGINT or SIGTERM: the sweep stops its running child and writes what it has.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Catches SIGINT and SIGTERM (without `SA_RESTART`, so that a wait for a child returns).
-fn catch_interruptions() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic; sigaction gets valid pointers.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as *const () as usize;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut());
-        }
-    }
-}
-
-/// Whether the sweep was interrupted.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
-
-/// Writes `bytes` to `path` through a temporary file renamed into place: a full disk or a kill
-/// never leaves a half-written file under the real name.
-pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    prover_core::params::write_atomically(path, |w| {
-        std::io::Write::write_all(w, bytes)
-            .map_err(|e| prover_core::Error::io(format!("writing {}", path.display()), e))
-    })
-    .map_err(|e| e.to_string())
-}
-
-/// The sweep's output folder: `--out` if given (new or empty: a sweep never mixes its files
-/// with another's), else a new folder under `target/sweep/` named by the UTC time, with a
-/// suffix if a sweep started in the same second took that name.
-pub fn output_folder(out: Option<&Path>) -> Result<PathBuf, String> {
+/// The sweep's output folder, claimed for this run (see [`crate::outputs::claim_folder`]):
+/// `--out` if given (new or empty: a sweep never mixes its files with another's), else a new
+/// folder under `target/sweep/` named by the UTC time, with a suffix if a sweep started in the
+/// same second took that name.
+pub fn output_folder(out: Option<&Path>) -> Result<FolderClaim, String> {
     if let Some(out) = out {
-        if out.exists() {
-            let mut entries =
-                std::fs::read_dir(out).map_err(|e| format!("--out {}: {e}", out.display()))?;
-            if entries.next().is_some() {
-                return Err(format!(
-                    "--out {} is not empty: a sweep writes its own results.json, timelines and \
-                     report there and would mix them with what is there; give a new or empty \
-                     folder",
-                    out.display()
-                ));
-            }
-        } else {
-            std::fs::create_dir_all(out).map_err(|e| format!("creating {}: {e}", out.display()))?;
-        }
-        return Ok(out.to_path_buf());
+        return claim_folder("--out", out, true);
     }
     let base = PathBuf::from("target/sweep");
-    std::fs::create_dir_all(&base).map_err(|e| format!("creating {}: {e}", base.display()))?;
+    prover_core::files::create_dir_all(&base).map_err(|e| e.to_string())?;
     let stamp = utc_now().1;
     for n in 1..1000 {
         let name = if n == 1 {
@@ -83,13 +37,17 @@ pub fn output_folder(out: Option<&Path>) -> Result<PathBuf, String> {
         let dir = base.join(name);
         // create_dir fails if the folder exists: two sweeps never share one.
         match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
+            Ok(()) => return claim_folder("--out", &dir, true),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("creating {}: {e}", dir.display())),
+            Err(e) => return Err(format!("creating {}: {}", dir.display(), reason(&e))),
         }
     }
     Err(format!("no free folder name under {}", base.display()))
 }
+
+/// Test hook: the child of this worker count panics as it starts, so that tests can check that
+/// a child's panic keeps its reason.
+pub const PANIC_HOOK_ENV: &str = "PROOFLINE_SWEEP_PANIC_PW";
 
 /// Test hook: the child of this worker count kills itself with SIGKILL once its jobs are
 /// submitted, so that tests can check how a dead point is recorded.
@@ -117,7 +75,7 @@ fn wait4(pid: u32) -> std::io::Result<Exit> {
         if e.kind() != std::io::ErrorKind::Interrupted {
             return Err(e);
         }
-        if interrupted() {
+        if interrupted().is_some() {
             // Stop the child; the loop then collects it.
             // SAFETY: signalling our own child.
             unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
@@ -131,13 +89,52 @@ fn wait4(pid: u32) -> std::io::Result<Exit> {
     })
 }
 
-fn last_line(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path).ok().and_then(|s| {
-        s.lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .map(|l| l.trim().to_string())
-    })
+/// A child's standard error: copied to its log file as it comes (a log that cannot be written,
+/// on a full disk, is given up on) and its last lines kept, so that the reason a child failed
+/// is known even when its log is lost.
+fn keep_stderr(stderr: impl std::io::Read, mut log: Option<std::fs::File>) -> Vec<String> {
+    use std::io::Write;
+    const KEEP: usize = 40;
+    let mut tail = std::collections::VecDeque::with_capacity(KEEP);
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+        if let Some(f) = &mut log {
+            if f.write_all(&line).is_err() {
+                log = None;
+            }
+        }
+        if tail.len() == KEEP {
+            tail.pop_front();
+        }
+        tail.push_back(String::from_utf8_lossy(&line).trim_end().to_string());
+        line.clear();
+    }
+    tail.into()
+}
+
+/// Why a child failed, from the last lines of its standard error: a panic's message and place,
+/// else its last `error:` line, else its last line.
+fn failure_reason(tail: &[String]) -> Option<String> {
+    let panic = tail.iter().rposition(|l| l.contains("panicked at"));
+    if let Some(i) = panic {
+        let place = tail[i]
+            .split("panicked at")
+            .nth(1)
+            .map(|p| p.trim().trim_end_matches(':').to_string())
+            .unwrap_or_default();
+        let message = tail
+            .get(i + 1)
+            .filter(|m| !m.trim().is_empty() && !m.starts_with("note:"))
+            .cloned()
+            .unwrap_or_else(|| "no message".into());
+        return Some(format!("panicked: {message} (at {place})"));
+    }
+    tail.iter()
+        .rev()
+        .find(|l| l.starts_with("error:"))
+        .or_else(|| tail.iter().rev().find(|l| !l.trim().is_empty()))
+        .map(|l| l.trim().to_string())
 }
 
 /// Runs one point in a child process and records what became of it.
@@ -150,10 +147,8 @@ fn run_child(exe: &Path, cfg: &RunConfig, pw: usize, out: &Path, bar: &ProgressB
         p.error = Some(msg);
         p
     };
-    let log = match std::fs::File::create(&log_path) {
-        Ok(f) => f,
-        Err(e) => return failed(format!("creating {}: {e}", log_path.display())),
-    };
+    // Without a log (a full disk) the point still runs; its reason is kept from the pipe.
+    let log = std::fs::File::create(&log_path).ok();
     let mut cmd = Command::new(exe);
     cmd.arg("point")
         .arg("--pw")
@@ -166,7 +161,7 @@ fn run_child(exe: &Path, cfg: &RunConfig, pw: usize, out: &Path, bar: &ProgressB
         .arg(serde_json::to_string(cfg).expect("a run configuration serializes"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::from(log));
+        .stderr(Stdio::piped());
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return failed(format!("starting {}: {e}", exe.display())),
@@ -185,36 +180,41 @@ fn run_child(exe: &Path, cfg: &RunConfig, pw: usize, out: &Path, bar: &ProgressB
             }
         }
     });
+    let stderr = child.stderr.take().expect("piped");
+    let errors = std::thread::spawn(move || keep_stderr(stderr, log));
     let exit = wait4(child.id());
     let _ = reader.join();
+    let tail = errors.join().unwrap_or_default();
     let exit = match exit {
         Ok(e) => e,
         Err(e) => return failed(format!("waiting for the child: {e}")),
     };
     let mut point = match (exit.code, exit.signal) {
-        (Some(0), _) => match std::fs::read_to_string(&result_path)
+        (Some(0), _) => match read_input(&result_path, InputKind::Document)
             .map_err(|e| e.to_string())
-            .and_then(|s| serde_json::from_str::<PointResult>(&s).map_err(|e| e.to_string()))
-        {
+            .and_then(|s| {
+                serde_json::from_slice::<PointResult>(&s)
+                    .map_err(|e| format!("reading {}: {e}", result_path.display()))
+            }) {
             Ok(p) => p,
-            Err(e) => failed(format!("reading {}: {e}", result_path.display())),
+            Err(e) => failed(e),
         },
         (_, Some(sig)) => {
             let mut p = PointResult::empty(pw, PointStatus::Killed);
             p.signal = Some(sig);
-            p.error = Some(if interrupted() {
-                format!("interrupted (signal {sig})")
-            } else {
-                format!("killed by signal {sig}")
+            p.error = Some(match interrupted() {
+                Some(by) => format!("interrupted by {}: the point was stopped", signal_name(by)),
+                None => format!("killed by {}", signal_name(sig)),
             });
             p
         }
-        (code, None) => failed(last_line(&log_path).unwrap_or_else(|| {
-            format!(
-                "exited with status {}",
-                code.map_or("?".into(), |c| c.to_string())
-            )
-        })),
+        (code, None) => {
+            let status = code.map_or("?".into(), |c| c.to_string());
+            failed(match failure_reason(&tail) {
+                Some(why) => format!("exited with status {status}: {why}"),
+                None => format!("exited with status {status}, saying nothing"),
+            })
+        }
     };
     // The kernel's figure for the whole child, also known when it was killed.
     if let Some(rss) = exit.max_rss_bytes {
@@ -224,15 +224,17 @@ fn run_child(exe: &Path, cfg: &RunConfig, pw: usize, out: &Path, bar: &ProgressB
 }
 
 /// Runs the sweep and writes its outputs under `cfg.out`.
-pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> {
+pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepOutcome, String> {
     cfg.run.validate()?;
     if cfg.pw.is_empty() {
         return Err("--pw gives no worker count".into());
     }
     let (started_at, _) = utc_now();
-    catch_interruptions();
     // Parameters once, here, with a progress bar: every child then loads them from the cache.
+    // A signal meanwhile ends the sweep at once (its partial parameter file removed).
     crate::point::load_parameters(&cfg.run, true).map_err(|e| format!("{e:#}"))?;
+    // From here a first signal stops the running child, and the sweep writes what it has.
+    let cooperative = Cooperative::start();
 
     let multi = MultiProgress::new();
     let overall = multi.add(ProgressBar::new(cfg.pw.len() as u64));
@@ -244,7 +246,7 @@ pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> 
     );
     let mut points = Vec::with_capacity(cfg.pw.len());
     for &pw in &cfg.pw {
-        if interrupted() {
+        if interrupted().is_some() {
             break;
         }
         overall.set_message(format!("(pw {pw})"));
@@ -270,13 +272,14 @@ pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> 
         );
         // Off a terminal the bars are hidden and so is their println: say it on stderr.
         if multi.is_hidden() {
-            eprintln!("{line}");
+            crate::tell!("{line}");
         } else {
             let _ = multi.println(line);
         }
         points.push(p);
     }
     overall.finish_and_clear();
+    drop(cooperative);
 
     let mut recommendation = recommend(&points, cfg.ram_limit);
     recommendation.bottleneck = points
@@ -292,25 +295,45 @@ pub fn run_sweep(cfg: &SweepConfig, exe: &Path) -> Result<SweepResults, String> 
         points,
         recommendation,
     };
-    let write = |name: &str, text: &str| -> Result<PathBuf, String> {
-        let p = cfg.out.join(name);
-        write_file(&p, text.as_bytes())?;
-        Ok(p)
-    };
-    write(
-        "results.json",
-        &serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?,
-    )?;
-    write("results.csv", &points_csv(&results.points))?;
-    let timelines = read_timelines(&cfg.out, &results.points);
-    let title = report_title(&cfg.run);
-    write_svg(
-        &cfg.out.join("report.svg"),
-        &results.points,
-        &timelines,
-        &title,
-    )?;
-    Ok(results)
+    let written = write_outputs(&cfg.out, &cfg.run, &results);
+    Ok(SweepOutcome { results, written })
+}
+
+/// A finished sweep: its results, and whether its files were all written.
+pub struct SweepOutcome {
+    /// What was measured.
+    pub results: SweepResults,
+    /// `Err` names each file that could not be written (a full disk): the results are then
+    /// only in the printed table.
+    pub written: Result<(), String>,
+}
+
+/// Writes results.json, results.csv and report.svg into `out`, each through a temporary file; a
+/// file that fails does not stop the others.
+fn write_outputs(out: &Path, run: &RunConfig, results: &SweepResults) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(results).map_err(|e| e.to_string())?;
+    let timelines = read_timelines(out, &results.points);
+    let failures: Vec<String> = [
+        write_file(&out.join("results.json"), json.as_bytes()),
+        write_file(
+            &out.join("results.csv"),
+            points_csv(&results.points).as_bytes(),
+        ),
+        write_svg(
+            &out.join("report.svg"),
+            &results.points,
+            &timelines,
+            &report_title(run),
+        ),
+    ]
+    .into_iter()
+    .filter_map(Result::err)
+    .collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
 }
 
 /// The summary printed at the end of a sweep.

@@ -74,6 +74,14 @@ impl SyntheticArgs {
 /// Runs the workload on the backend `args` names.
 pub fn synthetic(args: SyntheticArgs) -> anyhow::Result<()> {
     args.validate().map_err(anyhow::Error::msg)?;
+    if let Some(csv) = &args.device_trace {
+        crate::outputs::check_file("--device-trace", csv, &[]).map_err(anyhow::Error::msg)?;
+        let svg = csv.with_extension("svg");
+        crate::outputs::check_file("--device-trace (its SVG)", &svg, &[])
+            .map_err(anyhow::Error::msg)?;
+    }
+    // The libraries and `--gpu` checked before the kernels are compiled or loaded.
+    crate::backend::check_devices(args.backend, args.opencl_device.as_deref(), &[args.gpu])?;
     let trace = args.device_trace.is_some();
     match args.backend {
         #[cfg(feature = "cuda")]
@@ -109,17 +117,17 @@ fn run<D: Device>(acc: &GpuAccelerator<D>, args: &SyntheticArgs) -> anyhow::Resu
         args.gpu,
         acc.device_count()
     );
-    acc.describe().iter().for_each(|l| println!("{l}"));
+    acc.describe().iter().for_each(|l| crate::say!("{l}"));
     let seed = args.seed.unwrap_or_else(rand::random);
     let spec = SyntheticSpec::scaled(args.log2_domain);
-    println!(
+    crate::say!(
         "synthetic partition shaped like a 32 GiB PoRep's, {NOT_A_PROOF}: domain 2^{}, {} constraints, {} aux variables (51% zeros, 47% ones, 2% dense), seed {seed}",
         args.log2_domain, spec.constraints, spec.aux
     );
     let t = Instant::now();
     let partition = spec.partition(seed);
     let shape = partition.shape();
-    println!(
+    crate::say!(
         "host partition: {} (a, b, c, witness, densities) in {:.1} s; A uses {} aux variables, B {}",
         human_bytes(partition.heap_bytes() as u64),
         t.elapsed().as_secs_f64(),
@@ -132,7 +140,7 @@ fn run<D: Device>(acc: &GpuAccelerator<D>, args: &SyntheticArgs) -> anyhow::Resu
     let prepared = acc
         .prepare_synthetic(&key, &ledger)
         .context("making the synthetic bases")?;
-    println!(
+    crate::say!(
         "synthetic bases on the device: {} in {:.1} s (tables of 2^{} random points, sums made on the device)",
         human_bytes(key.bases_bytes()),
         t.elapsed().as_secs_f64(),
@@ -154,7 +162,7 @@ fn run<D: Device>(acc: &GpuAccelerator<D>, args: &SyntheticArgs) -> anyhow::Resu
         let c = Instant::now();
         key.check_sums(&out)
             .map_err(|e| anyhow::anyhow!("partition {k}: {e}"))?;
-        println!(
+        crate::say!(
             "partition {k}: accelerator + b_g2 {secs:.3} s, sums checked in {:.1} s ({NOT_A_PROOF})",
             c.elapsed().as_secs_f64()
         );
@@ -165,7 +173,7 @@ fn run<D: Device>(acc: &GpuAccelerator<D>, args: &SyntheticArgs) -> anyhow::Resu
     let spare = partition.evaluations.clone();
     let t = Instant::now();
     drop(spare);
-    println!(
+    crate::say!(
         "host: freeing one partition's a, b and c ({}) takes {:.3} s (each call does it after its last device step)",
         human_bytes(partition.evaluations.heap_bytes() as u64),
         t.elapsed().as_secs_f64()
@@ -174,14 +182,14 @@ fn run<D: Device>(acc: &GpuAccelerator<D>, args: &SyntheticArgs) -> anyhow::Resu
     sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];
     let later = &times[1.min(times.len() - 1)..];
-    println!(
+    crate::say!(
         "accelerator + b_g2 per partition: median {median:.3} s, best {:.3} s, mean after the first {:.3} s, over {} partitions ({NOT_A_PROOF})",
         sorted[0],
         later.iter().sum::<f64>() / later.len() as f64,
         times.len()
     );
     let snap = ledger.snapshot();
-    println!(
+    crate::say!(
         "device memory: ledger peak {} (bases {}), {}",
         human_bytes(snap.device_total.peak),
         human_bytes(key.bases_bytes()),
@@ -202,7 +210,7 @@ fn run<D: Device>(acc: &GpuAccelerator<D>, args: &SyntheticArgs) -> anyhow::Resu
             .iter()
             .map(|s| format!("{} {:.3} s ({}x)", s.name, s.seconds, s.count))
             .collect();
-        println!("device steps, summed: {}", s.join(", "));
+        crate::say!("device steps, summed: {}", s.join(", "));
     }
     if let Some(path) = &args.device_trace {
         let title = format!(

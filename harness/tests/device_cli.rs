@@ -49,6 +49,8 @@ fn tiny<'a>(params: &'a std::path::Path, extra: &[&'a str]) -> Vec<&'a str> {
 fn prove_device_trace_writes_the_devices_timeline() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("trace/t.csv");
+    // The trace's folder must exist: an output file whose folder is missing is refused.
+    std::fs::create_dir(dir.path().join("trace")).unwrap();
     let params = dir.path().join("params");
     let mut args = vec!["prove"];
     args.extend(tiny(

@@ -194,6 +194,68 @@ fn seal_writes_both_c1_forms_and_c2_refuses_what_it_cannot_verify() {
 }
 
 #[test]
+fn c2_blames_an_altered_c1_and_finishes_its_proof_behind_a_closed_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("params");
+    let out = dir.path().join("c1");
+    let o = Command::new(env!("CARGO_BIN_EXE_proofline"))
+        .args(["filecoin", "seal", "--sector-size", "2KiB", "--out"])
+        .arg(&out)
+        .env("FIL_PROOFS_PARAMETER_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Standard output closed after three lines: the proof is still made, checked by
+    // verify_seal and written, and the command ends as a closed pipe's writer does.
+    let proof = dir.path().join("proof.bin");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_proofline"))
+        .arg("c2")
+        .arg("--c1")
+        .arg(out.join("c1.json"))
+        .arg("--out")
+        .arg(&proof)
+        .env("FIL_PROOFS_PARAMETER_CACHE", &cache)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    for _ in 0..3 {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+    }
+    drop(reader);
+    let o = child.wait_with_output().unwrap();
+    let e = stderr(&o);
+    assert!(!e.contains("panicked"), "{e}");
+    assert_eq!(o.status.code(), Some(141), "{e}");
+    assert_eq!(std::fs::metadata(&proof).unwrap().len(), 192, "{e}");
+    // The C1 output with its seed changed: its vanilla proofs no longer prove its statement.
+    // The C1 is blamed (not the parameters, which proved the original), and nothing is written.
+    let mut altered: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("c1.json")).unwrap()).unwrap();
+    let first = altered["seed"][0].as_u64().unwrap();
+    altered["seed"][0] = serde_json::json!(first ^ 1);
+    let altered_path = out.join("c1-altered.json");
+    std::fs::write(&altered_path, serde_json::to_vec(&altered).unwrap()).unwrap();
+    let rejected = dir.path().join("rejected.bin");
+    let o = Command::new(env!("CARGO_BIN_EXE_proofline"))
+        .arg("c2")
+        .arg("--c1")
+        .arg(&altered_path)
+        .arg("--out")
+        .arg(&rejected)
+        .env("FIL_PROOFS_PARAMETER_CACHE", &cache)
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("the C1 file was altered or damaged"), "{e}");
+    assert!(!e.contains("parameter file"), "{e}");
+    assert!(!rejected.exists(), "a rejected proof was written");
+}
+
+#[test]
 fn window_post_sweep_point_proves_real_sectors() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");

@@ -285,9 +285,11 @@ fn a_sweep_never_mixes_its_results_with_another_folder() {
     // default folders are unique: two made in the same second differ.
     let a = harness::sweep::output_folder(None).unwrap();
     let b = harness::sweep::output_folder(None).unwrap();
-    assert_ne!(a, b);
-    std::fs::remove_dir(a).unwrap();
-    std::fs::remove_dir(b).unwrap();
+    let (pa, pb) = (a.path().to_path_buf(), b.path().to_path_buf());
+    assert_ne!(pa, pb);
+    drop((a, b));
+    std::fs::remove_dir(pa).unwrap();
+    std::fs::remove_dir(pb).unwrap();
 }
 
 #[test]

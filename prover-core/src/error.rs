@@ -115,6 +115,16 @@ pub enum Error {
         /// The constraint's annotation.
         annotation: String,
     },
+    /// The witness's public inputs are not the statement the caller gave for the partition.
+    #[error("the witness's public inputs differ from the statement's (first at input {position}; the witness has {own}, the statement {declared}): the circuit's data does not prove the statement it was given")]
+    StatementMismatch {
+        /// The first input (without the constant ONE) that differs.
+        position: usize,
+        /// How many inputs the witness has.
+        own: usize,
+        /// How many the statement has.
+        declared: usize,
+    },
     /// An error raised by the circuit's own code during synthesis.
     #[error("synthesis: {0}")]
     Synthesis(#[from] bellpepper_core::SynthesisError),
@@ -173,7 +183,8 @@ pub enum Error {
     /// request).
     #[error("invalid {what}: {detail}")]
     InvalidConfig {
-        /// What is configured.
+        /// What is configured: a noun without an article, read after "invalid" (`engine
+        /// configuration`, `NTT pass shape`).
         what: &'static str,
         /// What is wrong, and what would be accepted.
         detail: String,
@@ -200,23 +211,53 @@ pub enum Error {
     /// The engine shut down before the job finished.
     #[error("engine shut down before the job finished")]
     ShutDown,
-    /// An I/O error.
-    #[error("{context}: {source}")]
+    /// An I/O error. Its reason is part of the message ([`crate::files::io_reason`]) and is not
+    /// given again as the error's `source()`, so a report of the whole chain (`{:#}`) says it
+    /// once.
+    #[error("{context}: {}", crate::files::io_reason(.error))]
     Io {
-        /// What was being done.
+        /// What was being done, naming the file.
         context: String,
         /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
+    },
+    /// An error in the contents of a file (a parameter or key file that does not decode): the
+    /// file, then what is wrong at which offset ([`Error::inner`]).
+    #[error("{}: {error}", .path.display())]
+    InFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with its contents.
+        error: Box<Error>,
     },
 }
 
 impl Error {
     /// Wraps an I/O error with what was being done.
-    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+    pub fn io(context: impl Into<String>, error: std::io::Error) -> Self {
         Error::Io {
             context: context.into(),
-            source,
+            error,
+        }
+    }
+
+    /// This error, found while reading the contents of `path` ([`Error::InFile`]). For the
+    /// errors of decoding a file, not of opening it (those name the file already).
+    pub fn in_file(self, path: &std::path::Path) -> Self {
+        match self {
+            Error::InFile { .. } => self,
+            error => Error::InFile {
+                path: path.to_path_buf(),
+                error: Box::new(error),
+            },
+        }
+    }
+
+    /// The error itself, without the file that [`Error::InFile`] names.
+    pub fn inner(&self) -> &Error {
+        match self {
+            Error::InFile { error, .. } => error.inner(),
+            other => other,
         }
     }
 }
@@ -236,3 +277,40 @@ pub fn catch_panic<T>(stage: &'static str, f: impl FnOnce() -> T) -> Result<T> {
 
 /// Result alias of the core crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_io_error_says_its_reason_once() {
+        let e = Error::io(
+            "opening x",
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a FIFO, not a regular file",
+            ),
+        );
+        assert_eq!(e.to_string(), "opening x: a FIFO, not a regular file");
+        // A chain report (anyhow's `{:#}`) adds each source's message: there is none to repeat.
+        assert!(std::error::Error::source(&e).is_none());
+    }
+
+    #[test]
+    fn an_error_in_a_file_names_it_once() {
+        let path = std::path::Path::new("/p/x.params");
+        let e = Error::TrailingBytes {
+            what: "parameters",
+            extra: 1,
+        }
+        .in_file(path);
+        assert_eq!(
+            e.to_string(),
+            "/p/x.params: parameters: 1 trailing bytes after the last section"
+        );
+        assert!(matches!(e.inner(), Error::TrailingBytes { extra: 1, .. }));
+        assert!(std::error::Error::source(&e).is_none());
+        // Twin: wrapped again, the file is still named once.
+        assert_eq!(e.in_file(path).to_string().matches("x.params").count(), 1);
+    }
+}

@@ -2,6 +2,8 @@
 //! partitioned prover.
 //!
 //! - [`params`], [`proof`]: keys, parameters and proofs, read and written in bellperson's layout.
+//! - [`files`]: the one policy for the files a command reads (regular files only, each kind's
+//!   size limit, errors that name the file) and the folders it creates.
 //! - [`generator`]: seeded parameter generation, interchangeable with bellperson's.
 //! - [`verify`]: single and batch verification.
 //! - [`synthesize`], [`stages`], [`prove`]: the three stage traits (`Synthesizer`,
@@ -27,6 +29,7 @@ pub mod domain;
 mod encoding;
 pub mod engine;
 pub mod error;
+pub mod files;
 pub mod generator;
 pub mod ledger;
 pub mod parallel;

@@ -5,12 +5,13 @@
 //! `params = vk |h| h* |l| l* |a| a* |b_g1| b_g1* |b_g2| b_g2*`.
 
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use blstrs::{G1Affine, G2Affine};
 
 use crate::encoding::{write_point, write_points, PointCheck, ReadSource, SliceSource, Source};
 use crate::error::{Error, Result};
+use crate::files::{open_regular_file, read_input, InputKind};
 use crate::write_behind::WriteBehind;
 
 /// The Groth16 verifying key.
@@ -76,10 +77,11 @@ impl VerifyingKey {
         Ok(vk)
     }
 
-    /// Reads a key file (for example a Filecoin `.vk` file).
+    /// Reads a key file (for example a Filecoin `.vk` file); an error in its contents names
+    /// the file ([`Error::InFile`]).
     pub fn read_file(path: &Path, check: PointCheck) -> Result<Self> {
-        let bytes = read_regular_file(path)?;
-        Self::from_bytes(&bytes, check)
+        let bytes = read_input(path, InputKind::VerifyingKey)?;
+        Self::from_bytes(&bytes, check).map_err(|e| e.in_file(path))
     }
 
     pub(crate) fn read_from<S: Source>(src: &mut S, check: PointCheck) -> Result<Self> {
@@ -174,7 +176,7 @@ impl Parameters {
     /// checked against the file size before anything is allocated, points are decoded in
     /// parallel chunks, and only one chunk of the file is held at a time, so the resident set
     /// never holds the file and the decoded points at once (a memory map does, until it is
-    /// dropped).
+    /// dropped). An error in its contents names the file ([`Error::InFile`]).
     pub fn read_file(path: &Path, check: PointCheck) -> Result<Self> {
         let file = open_regular_file(path)?;
         let len = file
@@ -182,26 +184,27 @@ impl Parameters {
             .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?
             .len();
         let mut src = ReadSource::with_len(std::io::BufReader::with_capacity(1 << 20, file), len);
-        let params = Self::read_from(&mut src, check)?;
+        let params = Self::read_from(&mut src, check).map_err(|e| e.in_file(path))?;
         match src.left() {
             Some(0) | None => Ok(params),
             Some(extra) => Err(Error::TrailingBytes {
                 what: "parameters",
                 extra,
-            }),
+            }
+            .in_file(path)),
         }
     }
 
     /// Reads a parameter file through a memory map: no copy of the file is held, length
     /// prefixes are checked against the file size before anything is allocated, and points are
-    /// decoded in parallel.
+    /// decoded in parallel. An error in its contents names the file ([`Error::InFile`]).
     pub fn read_mmap(path: &Path, check: PointCheck) -> Result<Self> {
         let file = open_regular_file(path)?;
         // SAFETY: the map is read-only and dropped before this function returns; a file truncated
         // underneath us by another process is outside what any reader can defend against.
         let map = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| Error::io(format!("mapping {}", path.display()), e))?;
-        Self::from_bytes(&map, check)
+        Self::from_bytes(&map, check).map_err(|e| e.in_file(path))
     }
 
     fn read_from<S: Source>(src: &mut S, check: PointCheck) -> Result<Self> {
@@ -243,32 +246,6 @@ impl Parameters {
             * g1
             + self.b_g2.capacity() * std::mem::size_of::<G2Affine>()
     }
-}
-
-/// Opens `path` for reading if it is a regular file (or a link to one). A FIFO would block the
-/// open forever, a device or a folder is no parameter file: each is refused with an error that
-/// names the path.
-pub fn open_regular_file(path: &Path) -> Result<std::fs::File> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-    if !meta.is_file() {
-        return Err(Error::io(
-            format!("opening {}", path.display()),
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "not a regular file (a folder, FIFO, socket or device)",
-            ),
-        ));
-    }
-    std::fs::File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))
-}
-
-/// Reads a whole regular file (see [`open_regular_file`]).
-pub fn read_regular_file(path: &Path) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut open_regular_file(path)?, &mut bytes)
-        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-    Ok(bytes)
 }
 
 /// Whether the temporary file name `name` (`<file>.<pid>.<n>.tmp`, as [`write_atomically`] makes
@@ -322,6 +299,39 @@ pub fn remove_stale_temporaries(path: &Path) -> usize {
     removed
 }
 
+/// The temporary files [`write_atomically`] is writing now, for [`remove_temporaries`].
+static TEMPORARIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// A temporary file listed in [`TEMPORARIES`] while it is written.
+struct Temporary(PathBuf);
+
+impl Temporary {
+    fn register(path: &Path) -> Self {
+        let mut list = TEMPORARIES.lock().unwrap_or_else(|p| p.into_inner());
+        list.push(path.to_path_buf());
+        Temporary(path.to_path_buf())
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        let mut list = TEMPORARIES.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = list.iter().position(|p| *p == self.0) {
+            list.swap_remove(i);
+        }
+    }
+}
+
+/// Removes the temporary files this process's writers have open now (a process about to end on
+/// a signal calls it, so that an interrupted run leaves no partial parameter file behind).
+/// Returns how many were removed.
+pub fn remove_temporaries() -> usize {
+    let list = TEMPORARIES.lock().unwrap_or_else(|p| p.into_inner());
+    list.iter()
+        .filter(|p| std::fs::remove_file(p).is_ok())
+        .count()
+}
+
 /// Writes a file through a buffered temporary file in the same folder, synced and renamed into
 /// place, so that a reader never sees half a file and concurrent writers of the same file do not
 /// collide; the temporary file is removed on error. The file goes to its disk while it is
@@ -341,6 +351,7 @@ pub fn write_atomically<T>(
     let tmp = path.with_file_name(tmp_name);
     let ctx = |what: &str| format!("{what} {}", tmp.display());
     let file = std::fs::File::create(&tmp).map_err(|e| Error::io(ctx("creating"), e))?;
+    let _registered = Temporary::register(&tmp);
     let mut w = std::io::BufWriter::with_capacity(1 << 20, WriteBehind::new(file));
     let finish = |w: std::io::BufWriter<WriteBehind>| -> Result<()> {
         let file = w

@@ -72,15 +72,22 @@ fn length_prefix_beyond_the_data_is_refused_without_allocating() {
     std::fs::write(&path, &bytes).unwrap();
     let from_file = Parameters::read_file(&path, PointCheck::Checked);
     std::fs::remove_file(&path).unwrap();
+    let e = from_file.unwrap_err();
     assert!(
         matches!(
-            from_file,
-            Err(Error::LengthExceedsData {
+            e.inner(),
+            Error::LengthExceedsData {
                 what: "params.h",
                 ..
-            })
+            }
         ),
-        "{from_file:?}"
+        "{e:?}"
+    );
+    // The error names the file.
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}: params.h: ", path.display())),
+        "{e}"
     );
     // A stream cannot know its size: it reads chunk by chunk and runs out of data.
     assert!(matches!(
@@ -105,9 +112,14 @@ fn trailing_bytes_are_refused() {
     std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
     let good = Parameters::read_file(&path, PointCheck::Checked);
     std::fs::remove_file(&path).unwrap();
+    let e = from_file.unwrap_err();
     assert!(
-        matches!(from_file, Err(Error::TrailingBytes { extra: 1, .. })),
-        "{from_file:?}"
+        matches!(e.inner(), Error::TrailingBytes { extra: 1, .. }),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().starts_with(&path.display().to_string()),
+        "{e}"
     );
     assert!(good.is_ok());
 }

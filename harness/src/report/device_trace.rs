@@ -249,9 +249,9 @@ pub fn trace_svg(spans: &[DeviceSpan], title: &str) -> String {
 /// Prints the summary ([`trace_summary`]), writes the files ([`write_trace`]) and says where:
 /// what `prove --device-trace` and `synthetic --device-trace` end with.
 pub fn report_trace(path: &Path, spans: &[DeviceSpan], title: &str) -> Result<(), String> {
-    trace_summary(spans).iter().for_each(|l| println!("{l}"));
+    trace_summary(spans).iter().for_each(|l| crate::say!("{l}"));
     let (csv, svg) = write_trace(path, spans, title)?;
-    println!(
+    crate::say!(
         "device trace: {} spans in {} and {}",
         spans.len(),
         csv.display(),
@@ -267,11 +267,8 @@ pub fn write_trace(
     title: &str,
 ) -> Result<(PathBuf, PathBuf), String> {
     let svg = path.with_extension("svg");
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    }
-    crate::sweep::write_file(path, trace_csv(spans).as_bytes())?;
-    crate::sweep::write_file(&svg, trace_svg(spans, title).as_bytes())?;
+    crate::outputs::write_file(path, trace_csv(spans).as_bytes())?;
+    crate::outputs::write_file(&svg, trace_svg(spans, title).as_bytes())?;
     Ok((path.to_path_buf(), svg))
 }
 

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
+use prover_core::files::InputKind;
 use prover_core::ledger::Stage;
 use prover_core::sampler::Sample;
 
@@ -48,8 +49,8 @@ fn steps(points: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
 /// timelines.
 pub fn redraw(out: &Path) -> Result<PathBuf, String> {
     let file = out.join("results.json");
-    let text =
-        std::fs::read_to_string(&file).map_err(|e| format!("reading {}: {e}", file.display()))?;
+    let text = prover_core::files::read_input_text(&file, InputKind::Document)
+        .map_err(|e| e.to_string())?;
     let results: SweepResults =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
     if results.schema != SCHEMA {
@@ -77,17 +78,23 @@ pub fn write_svg(
     let cols = 2usize;
     let rows = timelines.len().div_ceil(cols);
     let (w, top_h, row_h) = (1200u32, 420u32, 300u32);
-    let root = SVGBackend::new(path, (w, top_h + row_h * rows as u32)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let (top, bottom) = root.split_vertically(top_h);
-    draw_throughput(&top, points, title).map_err(|e| e.to_string())?;
-    if rows > 0 {
-        let panels = bottom.split_evenly((rows, cols));
-        for (panel, (pw, samples)) in panels.iter().zip(timelines) {
-            draw_timeline(panel, *pw, samples).map_err(|e| e.to_string())?;
+    // Drawn in memory, then written through a temporary file: never half a report.
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (w, top_h + row_h * rows as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (top, bottom) = root.split_vertically(top_h);
+        draw_throughput(&top, points, title).map_err(|e| e.to_string())?;
+        if rows > 0 {
+            let panels = bottom.split_evenly((rows, cols));
+            for (panel, (pw, samples)) in panels.iter().zip(timelines) {
+                draw_timeline(panel, *pw, samples).map_err(|e| e.to_string())?;
+            }
         }
+        root.present().map_err(|e| e.to_string())?;
     }
-    root.present().map_err(|e| e.to_string())
+    crate::outputs::write_file(path, svg.as_bytes())
 }
 
 type DrawResult<T> = Result<T, Box<dyn std::error::Error>>;

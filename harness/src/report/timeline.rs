@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use prover_core::files::InputKind;
 use prover_core::ledger::Stage;
 use prover_core::sampler::Sample;
 
@@ -75,14 +76,35 @@ pub fn parse_timeline_csv(text: &str) -> Result<Vec<Sample>, String> {
         .collect()
 }
 
-/// The timelines of the points that have one.
+/// The timelines of the points that have one. A point without its file is left out (a point
+/// that failed wrote none); a file that cannot be read or parsed (a FIFO, a device, a damaged
+/// file) is left out with a warning on standard error that names it and says why.
 pub fn read_timelines(out: &Path, points: &[PointResult]) -> Vec<(usize, Vec<Sample>)> {
     points
         .iter()
         .filter_map(|p| {
-            let text =
-                std::fs::read_to_string(out.join(format!("timeline-pw{}.csv", p.pw))).ok()?;
-            parse_timeline_csv(&text).ok().map(|t| (p.pw, t))
+            let file = out.join(format!("timeline-pw{}.csv", p.pw));
+            let read = prover_core::files::read_input_text(&file, InputKind::Document)
+                .map_err(|e| match e {
+                    prover_core::Error::Io { ref error, .. }
+                        if error.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        None
+                    }
+                    e => Some(e.to_string()),
+                })
+                .and_then(|text| {
+                    parse_timeline_csv(&text)
+                        .map_err(|e| Some(format!("reading {}: {e}", file.display())))
+                });
+            match read {
+                Ok(t) => Some((p.pw, t)),
+                Err(None) => None,
+                Err(Some(why)) => {
+                    crate::tell!("warning: {why}; the report is drawn without this timeline");
+                    None
+                }
+            }
         })
         .collect()
 }

@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
+use blstrs::Scalar;
+
 use crate::error::{Error, Result};
 use crate::ledger::PartitionToken;
 use crate::permit::Permit;
@@ -24,6 +26,8 @@ pub(super) struct JobState {
     /// The prepared verifying key every partition proof is checked with before it is
     /// reported (`None`: verification is off).
     pub verifier: Option<Arc<PreparedVerifyingKey>>,
+    /// The public inputs the caller declared for each partition (`None`: each witness's own).
+    pub statement: Option<Vec<Vec<Scalar>>>,
     pub randomness: Vec<Randomness>,
     /// `(abc, rest)` host bytes of one partition, for the budget.
     pub estimate: (u64, u64),

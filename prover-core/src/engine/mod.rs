@@ -407,11 +407,48 @@ where
     }
 
     /// Submits a job: one partition per circuit, proven with `prepared` (which must come from
-    /// the engine's backend); its randomisers are drawn now.
+    /// the engine's backend); its randomisers are drawn now. Each proof is checked against the
+    /// public inputs its own witness holds; [`Engine::submit_statement`] checks them against
+    /// the caller's.
     pub fn submit(
         &self,
         prepared: &PreparedParameters,
         circuits: Vec<C>,
+        rng: &mut impl rand_core::RngCore,
+    ) -> Result<JobHandle> {
+        self.submit_job(prepared, circuits, None, rng)
+    }
+
+    /// Submits a job with its statement: `inputs[k]` are the public inputs (without the constant
+    /// ONE) that partition `k`'s proof must prove. A partition whose witness holds other inputs
+    /// fails right after synthesis with [`Error::StatementMismatch`] (the circuit's data and the
+    /// statement disagree: neither a device nor the parameters are at fault), and every proof is
+    /// checked against the statement's inputs.
+    pub fn submit_statement(
+        &self,
+        prepared: &PreparedParameters,
+        circuits: Vec<C>,
+        inputs: Vec<Vec<Scalar>>,
+        rng: &mut impl rand_core::RngCore,
+    ) -> Result<JobHandle> {
+        if inputs.len() != circuits.len() {
+            return Err(Error::InvalidConfig {
+                what: "job",
+                detail: format!(
+                    "{} partitions with {} statements: give one per partition",
+                    circuits.len(),
+                    inputs.len()
+                ),
+            });
+        }
+        self.submit_job(prepared, circuits, Some(inputs), rng)
+    }
+
+    fn submit_job(
+        &self,
+        prepared: &PreparedParameters,
+        circuits: Vec<C>,
+        statement: Option<Vec<Vec<Scalar>>>,
         rng: &mut impl rand_core::RngCore,
     ) -> Result<JobHandle> {
         prepared.check_backend(self.backend.name())?;
@@ -425,6 +462,7 @@ where
             prepared: prepared.clone(),
             fallback,
             verifier: self.verifier_for(prepared.params()),
+            statement,
             estimate: {
                 // The backend's host buffers are reserved with a/b/c and released with them.
                 let (abc, rest) = estimate_partition_bytes(prepared.params());

@@ -126,6 +126,22 @@ fn synthesize<C, S>(
         Ok(p) => p,
         Err(e) => return job.fail(index, "synthesis", e),
     };
+    if let Some(declared) = job.statement.as_ref().and_then(|s| s.get(index)) {
+        let own = partition.witness.public_inputs();
+        if own != *declared {
+            let position = own
+                .iter()
+                .zip(declared)
+                .position(|(a, b)| a != b)
+                .unwrap_or(own.len().min(declared.len()));
+            let error = Error::StatementMismatch {
+                position,
+                own: own.len(),
+                declared: declared.len(),
+            };
+            return job.fail(index, "synthesis", error);
+        }
+    }
     let mut inflight = InFlight {
         job,
         index,

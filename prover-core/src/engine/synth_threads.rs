@@ -33,7 +33,10 @@ pub(super) fn start(
                 // the engine, which would leave its partition unsettled: stop, as rayon does
                 // for a panic in a spawned task.
                 if std::panic::catch_unwind(run).is_err() {
-                    eprintln!("proofline: a synthesis task panicked outside the synthesizer");
+                    let _ = std::io::Write::write_all(
+                        &mut std::io::stderr(),
+                        b"proofline: a synthesis task panicked outside the synthesizer\n",
+                    );
                     std::process::abort();
                 }
             }

@@ -225,7 +225,7 @@ impl NamesInFile {
         if i >= self.count {
             return None;
         }
-        let mut f = File::open(&self.path).ok()?;
+        let mut f = crate::files::open_regular_file(&self.path).ok()?;
         let ends_at = self.offset;
         let read_end = |f: &mut File, k: u64| -> Option<u64> {
             f.seek(SeekFrom::Start(ends_at + 8 * k)).ok()?;
@@ -247,7 +247,7 @@ impl NamesInFile {
 /// Reads the matrices of `path`, checked against its header and checksum; the names stay in the
 /// file.
 pub fn load(path: &Path) -> Result<(Matrices, NamesInFile)> {
-    let f = File::open(path).map_err(|e| io(path, "open", e))?;
+    let f = crate::files::open_regular_file(path)?;
     let len = f.metadata().map_err(|e| io(path, "stat", e))?.len();
     let mut r = BufReader::with_capacity(1 << 20, f);
     let mut magic = [0u8; 8];
@@ -271,11 +271,20 @@ pub fn load(path: &Path) -> Result<(Matrices, NamesInFile)> {
         names_blob: w[8],
         checksum: w[9],
     };
-    if h.file_bytes() != Some(len) {
-        return Err(malformed(
-            path,
-            format!("{len} bytes, but its header describes {:?}", h.file_bytes()),
-        ));
+    match h.file_bytes() {
+        Some(described) if described == len => {}
+        Some(described) => {
+            return Err(malformed(
+                path,
+                format!("{len} bytes, but its header describes {described} bytes"),
+            ))
+        }
+        None => {
+            return Err(malformed(
+                path,
+                format!("{len} bytes, but its header describes more than 2^64 bytes"),
+            ))
+        }
     }
     if h.names != h.constraints
         || h.inputs

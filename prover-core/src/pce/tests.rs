@@ -256,3 +256,45 @@ fn damaged_cache_files_are_refused() {
         );
     }
 }
+
+#[test]
+fn a_cache_file_of_the_wrong_length_says_both_lengths() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dense.pce");
+    Precompiled::record(DenseCircuit::new(64, 2, 5))
+        .unwrap()
+        .save(&path)
+        .unwrap();
+    let good = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &good[..good.len() - 8]).unwrap();
+    let e = Precompiled::load(&path).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "{}: {} bytes, but its header describes {} bytes",
+            path.display(),
+            good.len() - 8,
+            good.len()
+        )),
+        "{e}"
+    );
+    assert!(!e.contains("Some("), "{e}");
+    // Twin: the whole file loads.
+    std::fs::write(&path, &good).unwrap();
+    Precompiled::load(&path).unwrap();
+}
+
+#[test]
+fn a_fifo_in_place_of_the_cache_file_is_refused_not_awaited() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dense.pce");
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let e = Precompiled::load_or_record(&path, DenseCircuit::new(64, 2, 5))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        format!("opening {}: a FIFO, not a regular file", path.display())
+    );
+}
