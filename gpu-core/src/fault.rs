@@ -62,7 +62,7 @@ impl Faults {
         self.fail.contains(&n).then_some(n)
     }
 
-    /// Whether any call is to fail.
+    /// Whether any of the calls is to fail.
     pub fn is_empty(&self) -> bool {
         self.fail.is_empty()
     }

@@ -26,11 +26,11 @@
 //! Fr's modulus ends in the words 1 and 2^32 - 1 (its two-adicity is 32), so `-p^-1 = -1 mod
 //! 2^32` and the reduction row's two lowest products, `q` and `q (2^32 - 1)`, are added as their
 //! words (`q`, 0, `t_0`, `q - [q != 0]`) instead of multiplied ([`low_words`]): on sm_90 the NTT
-//! pass kernel's multiply-adds fell 8% (1418 -> 1300 with 8 products) while its other
-//! instructions rose by about as many, and on the H200 the NTT took 0.6-1.1% less time (2^24
-//! 5.17 -> 5.15 ms, 2^27 52.15 -> 51.59 ms) and the H pipeline at 2^27 1.1% (392.5 -> 388.0 ms;
-//! docs/gpu.md, call AL): the kernels keep both pipes about equally busy, so trading a
-//! multiplication for additions gains little.
+//! pass kernel has 8% fewer multiply-adds (1300 against 1418 with 8 products) and about as many
+//! more other instructions, and on the H200 the NTT takes 0.6-1.1% less time (2^24 5.15 against
+//! 5.17 ms, 2^27 51.59 against 52.15 ms) and the H pipeline at 2^27 1.1% (388.0 against 392.5
+//! ms; `docs/design-decisions.md#field-arithmetic`): the kernels keep both pipes about equally
+//! busy, so trading a multiplication for additions gains little.
 //!
 //! Bounds (p < R / 2, which both BLS12-381 fields meet, checked): with a, b < p the accumulator
 //! stays below 2p after each row, and below 2^32 R during one, so it fits N + 1 words and its
@@ -468,7 +468,8 @@ pub enum Inline {
     /// One copy a kernel, called (`__noinline__`): Fp, whose curve kernels would otherwise
     /// hold dozens of copies. Inlined, the G1 runs kernel was 8.6k instructions and its warps
     /// stalled most for instructions not yet fetched (`ncu`: 5.6 of 13.5 cycles an
-    /// instruction); called, 2.7k, and the G1 MSM 15% faster, G2 7-8% (docs/gpu.md, call U).
+    /// instruction); called, 2.7k, and the G1 MSM 15% faster, G2 7-8%
+    /// (`docs/design-decisions.md#field-arithmetic`).
     Called,
 }
 

@@ -63,7 +63,7 @@ typedef union {
 // Element i of a global vector. On CUDA in two 16-byte accesses instead of one per limb (the
 // elements are 32 bytes and every buffer starts on a 32-byte boundary: `BUFFER_ALIGN`, which
 // the CUDA backend checks at allocation): a quarter of the load instructions with 32-bit limbs.
-// On the H200 the NTT took 15% less time at 2^24 (docs/gpu.md, twentieth session, call X).
+// On the H200 the NTT takes 15% less time at 2^24 (docs/design-decisions.md#ntt).
 DEVICE {FR} {FR}_ntt_read(GLOBAL {FR} *x, uint i) {
 #ifdef CUDA
   {FR}_ntt_halves u;

@@ -89,9 +89,10 @@ pub fn table_bytes_bound(log_n: u32) -> u64 {
 /// power from a table of `R p` entries instead of multiplying two entries of the two-level
 /// table: one multiplication of about five an element fewer, for one more 32-byte read. At
 /// 2^24 in passes of 2^8 that is the second and third pass of three, at 2^27 the second and
-/// third of four. Raised from 2^16 (tables that stay in the L2 cache) on the H200 measure: the
-/// passes wait on their multiplications, not on memory; NTT 2^24 5.45 -> 5.17 ms, 2^27 54.4 ->
-/// 52.2 ms, H pipeline 2^27 408 -> 393 ms (docs/gpu.md, twenty-first session, call AB).
+/// third of four. Larger than 2^16 (tables that stay in the L2 cache) because the passes wait
+/// on their multiplications, not on memory: on the H200, 2^24 against 2^16 gives NTT 2^24 5.17
+/// against 5.45 ms, 2^27 52.2 against 54.4 ms, H pipeline 2^27 393 against 408 ms
+/// (`docs/design-decisions.md#ntt`).
 pub const MAX_LOG_SINGLE: u32 = 24;
 
 /// How a transform's passes are cut: the most points a column of one pass holds, the
@@ -111,13 +112,13 @@ pub struct NttShape {
 impl NttShape {
     /// The default: tiles of 2^9 elements (or the largest the device's local memory and group
     /// size allow), four elements a thread, passes of up to a tile's points. Measured on the
-    /// H200 (docs/gpu.md, eighteenth session): against tiles of 2^10 with eight elements a
-    /// thread and four columns (the default before), 4% faster at 2^24 and 7% at 2^27, the H
-    /// pipeline 5-7%; two elements a thread were slower in every shape tried. Passes of up to
+    /// H200 (`docs/design-decisions.md#ntt`): against tiles of 2^10 with eight elements a
+    /// thread and four columns, 4% faster at 2^24 and 7% at 2^27, the H pipeline 5-7%; two
+    /// elements a thread were slower in every shape tried. Passes of up to
     /// 2^9 points rather than 2^8 change only the sizes they take in fewer passes (the radices
     /// are spread evenly over as few passes as the largest allows), where a pass of 2^9 points
     /// has one column a tile: 2^27 in three passes instead of four was 2.2% faster, its H
-    /// pipeline 1.3% (twenty-fourth session, call AP); 2^24 is three passes of 2^8 either way.
+    /// pipeline 1.3%; 2^24 is three passes of 2^8 either way.
     pub fn for_device<D: Device>(gpu: &GpuDevice<D>) -> Self {
         let info = gpu.device.info();
         let log_per_thread = DEFAULT_LOG_PER_THREAD;

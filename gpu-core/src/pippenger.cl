@@ -215,7 +215,8 @@ DEVICE {P}_affine {P}_pl_base(GLOBAL {P}_affine *bases, GLOBAL uint *idx, uint g
 
 // Run r: sorted entries [r per, (r + 1) per) of the used ones (cursor[last] of them), each
 // base as {P}_pl_base reads it where it is added (reading the next one ahead kept a second point
-// live: G2 2^24 439 against 420 ms, G1 150-153 against 148 ms on the H200, docs/gpu.md call AE),
+// live: G2 2^24 439 against 420 ms, G1 150-153 against 148 ms on the H200,
+// docs/design-decisions.md#msm),
 // added in one flat loop in XYZZ coordinates. Where a bucket ends, its sum is only stored (converting
 // it and adding it into the bucket sums is {P}_pl_fixup's, one thread per bucket): a bucket
 // wholly in the run to parts[w nb + digit - 1]; the part of a bucket that started before the

@@ -8,7 +8,7 @@
 //! work is queued, and a whole partition's synthesis taken there holds the partition waiting
 //! under it for that synthesis's length. On the H200's 16 cores, with the synthesis tasks in
 //! the pool, a dense 2^22 partition's pre-compiled synthesis took 2.5 s with 4 in flight and
-//! 6.2 s with 8 (`docs/gpu.md`, sixteenth session).
+//! 6.2 s with 8 (`docs/design-decisions.md#synthesis`).
 //!
 //! From a plain thread, [`rayon::ThreadPool::install`] blocks the caller without giving it other
 //! work, and inside the pool a waiting worker can only take other parallel parts.

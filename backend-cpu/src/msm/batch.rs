@@ -69,7 +69,7 @@ pub trait Additions<F: Coord> {
     /// Asks the memory system for the operands of addition `i` (if there is one), ahead of use.
     fn prefetch(&self, _i: usize) {}
     /// Stores the sum of addition `i`; called once per `i`, in decreasing `i`, after every
-    /// `pair` call of the forward pass and only `pair(i)` of the same `i` before it.
+    /// invocation of `pair` in the forward pass and only `pair(i)` of the same `i` before it.
     fn store(&mut self, i: usize, sum: Option<&(F, F)>);
 }
 

@@ -30,7 +30,7 @@ pub trait Coord: Copy + Send + Sync + 'static {
     fn inverse_to(r: &mut Self, a: &Self);
     /// The 64-bit limbs of the representation.
     fn limbs(&self) -> &[u64];
-    /// Whether `a == b` (limb by limb, without branches or a call to `memcmp`).
+    /// Whether `a == b` (limb by limb, without branches or invoking `memcmp`).
     #[inline]
     fn same(&self, b: &Self) -> bool {
         self.limbs()

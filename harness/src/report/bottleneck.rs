@@ -5,9 +5,10 @@
 //!
 //! Two shares decide: each device's own (`trace_busy_fraction`, from its queues' timeline;
 //! device backends) and the accelerator workers' (their share of the wall time in the
-//! accelerator stage, host work included). On the H200 (docs/gpu.md): a device 88-89% busy with
-//! one GPU worker gave 6% more throughput with two (call AM); a device 41% busy under workers
-//! 97% busy was a worker doing host work between kernels (call AI).
+//! accelerator stage, host work included). On the H200
+//! (`docs/design-decisions.md#multiple-gpus`): a device 88-89% busy with one GPU worker gave 6%
+//! more throughput with two; a device 41% busy under workers 97% busy was a worker doing host
+//! work between kernels.
 
 use crate::config::{BackendKind, RunConfig, SynthesisMode};
 use crate::point::PointResult;
@@ -99,7 +100,7 @@ mod tests {
         // A busy device bounds it.
         let b = bottleneck(&point(Some(0.97), &[Some(0.95)]), &cuda).unwrap();
         assert!(b.starts_with("the device (busy 0.95"), "{b}");
-        // Busy workers, idle device (call AI's 0.97 against 0.41): a second GPU worker.
+        // Busy workers, idle device (0.97 against 0.41): a second GPU worker.
         let b = bottleneck(&point(Some(0.97), &[Some(0.41)]), &cuda).unwrap();
         assert!(
             b.contains("host steps") && b.contains("--gpu-workers 2"),

@@ -215,7 +215,7 @@ fn trace_busy(d: &DevicePoint) -> String {
 /// A device's busy share as the table shows it: a traced device's own timeline; the CPU
 /// backend's device, which has no queues, its workers' share; `-` for a device backend's device
 /// run untraced (`--no-device-trace`). Its workers' share counts their host work too: it read
-/// 0.97 while the device itself was 41% busy (docs/gpu.md, call AI).
+/// 0.97 while the device itself was 41% busy on the H200 (`docs/design-decisions.md#multiple-gpus`).
 fn device_busy_shown(d: &DevicePoint) -> String {
     if d.trace_busy_fraction.is_none() && d.name.starts_with("cpu") {
         workers_busy(d)
