@@ -5,7 +5,7 @@
 //!   batch-affine Pippenger (blst's kept for comparison),
 //!   executing prover-core's query plan.
 //!
-//! [`CpuBackend`] implements [`GpuBackend`] (one device, `cpu:0`, whose workers are stateless)
+//! [`CpuBackend`] implements [`Accelerator`] (one device, `cpu:0`, whose workers are stateless)
 //! and [`Finalizer`]; it is the default backend, the fallback of the others, and the reference
 //! they are checked against.
 #![warn(missing_docs)]
@@ -15,12 +15,12 @@ pub mod ntt;
 
 use std::sync::Arc;
 
-use prover_core::density::into_canonical;
-use prover_core::ledger::{BackendBuffer, BackendBuffers, StageLedger};
+use prover_core::accounting::ledger::{BackendBuffer, BackendBuffers, StageLedger};
+use prover_core::stages::density::into_canonical;
 use prover_core::{
-    assemble, AcceleratorSums, AcceleratorWorker, Domain, Error, Finalizer, FinishedPartition,
-    GpuBackend, HandBack, Parameters, PendingProof, PreparedParameters, QueryPlan, Randomness,
-    Result, SynthesizedPartition,
+    assemble, Accelerator, AcceleratorSums, AcceleratorWorker, Domain, Error, Finalizer,
+    FinishedPartition, HandBack, Parameters, PendingProof, PreparedParameters, QueryPlan,
+    Randomness, Result, SynthesizedPartition,
 };
 
 use crate::msm::{msm, msm_terms};
@@ -30,7 +30,7 @@ use crate::ntt::quotient;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuBackend;
 
-impl GpuBackend for CpuBackend {
+impl Accelerator for CpuBackend {
     fn name(&self) -> &str {
         "cpu"
     }

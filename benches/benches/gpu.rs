@@ -34,9 +34,9 @@ use gpu_core::msm::{dense_msm, query_msm, Bases, DeviceCurve, MsmKernel, Scan};
 use gpu_core::ntt::{check_ntt, check_quotient_at, ntt_with, HPipeline, NttShape, NttTables};
 use gpu_core::{GpuDevice, Queue};
 use proofline_benches::{porep_like_witness, random_scalars, KnownBases};
-use prover_core::density::ScalarBytes;
-use prover_core::ledger::{Stage, StageLedger};
-use prover_core::plan::{Filter, MsmTerm, ScalarSource};
+use prover_core::accounting::ledger::{Stage, StageLedger};
+use prover_core::stages::density::ScalarBytes;
+use prover_core::stages::plan::{Filter, MsmTerm, ScalarSource};
 use prover_core::Domain;
 use rand::Rng;
 

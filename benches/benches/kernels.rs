@@ -29,7 +29,7 @@ fn bench_ntt(c: &mut Criterion) {
 
 fn bench_scan(c: &mut Criterion) {
     use gpu_core::msm::Scan;
-    use prover_core::plan::{Filter, MsmTerm, ScalarSource};
+    use prover_core::stages::plan::{Filter, MsmTerm, ScalarSource};
     let mut g = c.benchmark_group("host_scan_porep");
     g.sample_size(10);
     for k in [18u32, 20, 22] {

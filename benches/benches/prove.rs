@@ -9,11 +9,11 @@ use backend_cpu::CpuBackend;
 use bellperson::groth16 as bp;
 use blstrs::Bls12;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use prover_core::circuits::DenseCircuit;
-use prover_core::ledger::StageLedger;
+use proofline_workloads::circuits::DenseCircuit;
+use prover_core::accounting::ledger::StageLedger;
 use prover_core::{
-    check_proof, generate_seeded_parameters, prepare_verifying_key, prove, CpuSynthesizer,
-    GpuBackend, PointCheck, Stages,
+    check_proof, generate_seeded_parameters, prepare_verifying_key, prove, Accelerator,
+    CpuSynthesizer, PointCheck, Stages,
 };
 
 const SIZES: [u32; 2] = [14, 16];

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use filecoin_proofs::SECTOR_SIZE_2_KIB;
 use proofline_filecoin::{porep, Tree2KiB};
+use proofline_workloads::circuits::DenseCircuit;
 use prover_core::bellpepper_core::Circuit;
 use prover_core::blstrs::Scalar;
-use prover_core::circuits::DenseCircuit;
 use prover_core::{CpuSynthesizer, PceSynthesizer, Precompiled, Synthesizer};
 
 const INPUTS: usize = 4;

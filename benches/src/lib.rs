@@ -5,8 +5,8 @@
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
-use prover_core::density::{Density, ScalarBytes};
-use prover_core::synthesize::Witness;
+use prover_core::stages::density::{Density, ScalarBytes};
+use prover_core::stages::Witness;
 use rayon::prelude::*;
 
 /// Bases per chunk of consecutive multiples.
@@ -22,11 +22,11 @@ pub fn random_scalars(n: usize) -> Vec<ScalarBytes> {
         .collect()
 }
 
-pub use prover_core::synthetic::POREP_MIX;
+pub use proofline_workloads::synthetic::POREP_MIX;
 
 /// A witness of `n` PoRep-like aux scalars (`POREP_MIX`, fresh each call), every variable used.
 pub fn porep_like_witness(n: usize) -> Witness {
-    let aux = prover_core::synthetic::porep_like_aux(n, rand::random());
+    let aux = proofline_workloads::synthetic::porep_like_aux(n, rand::random());
     Witness {
         input: Vec::new(),
         aux,

@@ -8,8 +8,8 @@ use gpu_core::device::{Device, RawBuffer};
 use gpu_core::msm::{dense_msm, Bases, DeviceCurve, MsmKernel};
 use gpu_core::pippenger::{msm as sorted_msm, Plan};
 use gpu_core::{GpuDevice, Queue};
-use prover_core::density::ScalarBytes;
-use prover_core::ledger::{Stage, StageLedger};
+use prover_core::accounting::ledger::{Stage, StageLedger};
+use prover_core::stages::density::ScalarBytes;
 use rand::Rng;
 
 /// Terms of the MSMs below.

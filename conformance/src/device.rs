@@ -21,16 +21,16 @@ pub use gpu_core::Faults;
 use gpu_core::{GpuAccelerator, GpuDevice, Queue};
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
-use prover_core::density::{Density, ScalarBytes};
-use prover_core::generator::fixed_base::FixedBase;
-use prover_core::ledger::{Stage, StageLedger};
-use prover_core::plan::{Filter, MsmTerm, ScalarSource};
-use prover_core::synthesize::Witness;
+use prover_core::accounting::ledger::{Stage, StageLedger};
+use prover_core::groth16::generator::fixed_base::FixedBase;
+use prover_core::stages::density::{Density, ScalarBytes};
+use prover_core::stages::plan::{Filter, MsmTerm, ScalarSource};
+use prover_core::stages::Witness;
 use prover_core::AcceleratorWorker;
 use prover_core::{generate_parameters, generate_parameters_on, Multiplier, Trapdoor};
 use prover_core::{
-    generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Config, CpuSynthesizer,
-    Domain, Engine, EngineStats, GpuBackend,
+    generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Accelerator, Config,
+    CpuSynthesizer, Domain, Engine, EngineStats,
 };
 use rand::{Rng, RngCore};
 
@@ -860,7 +860,7 @@ fn check_sorted_shapes<D: Device, G, P, R: RngCore>(
 /// proof verifies, none is lost, the ledger balances. Returns the engine's figures, for the
 /// caller to check how many partitions the device did and how many fell back. The device is the
 /// first of [`test_devices`].
-pub fn check_engine_fallback(backend: Arc<dyn GpuBackend>) -> EngineStats {
+pub fn check_engine_fallback(backend: Arc<dyn Accelerator>) -> EngineStats {
     let mut rng = rand::thread_rng();
     let shape = cases(&mut rng).remove(0);
     let params = Arc::new(generate_seeded_parameters(shape.clone(), rng.next_u64()).unwrap());
@@ -907,7 +907,7 @@ pub fn check_engine_fallback(backend: Arc<dyn GpuBackend>) -> EngineStats {
 /// runs one span at a time; copies carry
 /// their bytes; the kernels' own busy time is positive and within the union of copies and
 /// kernels, which is no more than the host timed the accelerator calls at.
-pub fn check_trace(backend: &dyn GpuBackend, stats: &EngineStats) {
+pub fn check_trace(backend: &dyn Accelerator, stats: &EngineStats) {
     use prover_core::SpanKind;
     let spans = backend.device_trace();
     let proved: u64 = stats.devices.iter().map(|d| d.partitions).sum();
@@ -962,7 +962,7 @@ pub fn check_trace(backend: &dyn GpuBackend, stats: &EngineStats) {
             );
         }
     }
-    for d in prover_core::trace::summarize(&spans) {
+    for d in prover_core::accounting::trace::summarize(&spans) {
         assert_eq!(d.partitions as u64, proved);
         // The kernels took time on the device's clock, and within the copies' and kernels'
         // union.
@@ -1021,12 +1021,12 @@ pub fn check_synthetic<D: Device>(backend: &GpuAccelerator<D>, device: usize) {
         assert_eq!(*p, synthetic_base(&t2, seed, i as u32), "G2 base {i}");
     }
     // A whole partition.
-    let spec = prover_core::synthetic::SyntheticSpec::scaled(9);
+    let spec = proofline_workloads::synthetic::SyntheticSpec::scaled(9);
     let partition = spec.partition(rng.next_u64());
     let key = SyntheticKey {
         table_log: 6,
         ..SyntheticKey::new(
-            prover_core::synthetic::key_shape(&partition),
+            proofline_workloads::synthetic::key_shape(&partition),
             rng.next_u64(),
         )
     };
@@ -1118,7 +1118,7 @@ const DRIVER_SLACK: u64 = 128 << 20;
 /// (`ledger <= driver + 2 MiB`, one page of the driver's rounding) and not hold much more
 /// (`driver <= 1.25 ledger + 128 MiB`: rounding up, pools, and what the driver reserves for
 /// itself). OpenCL reports no such figure, so there the driver's side is not checked.
-pub fn check_device_memory(backend: &dyn GpuBackend, ledger_peak: u64) {
+pub fn check_device_memory(backend: &dyn Accelerator, ledger_peak: u64) {
     for m in backend.device_memory() {
         eprintln!(
             "device {} memory: ledger peak {ledger_peak} B, allocated peak {} B, driver {:?} B above a baseline of {:?} B",
@@ -1245,7 +1245,7 @@ pub const TIGHT: u64 = 320 << 10;
 #[macro_export]
 macro_rules! device_backend_tests {
     ($open:expr) => {
-        fn each_limit(check: impl Fn(&dyn ::prover_core::GpuBackend)) {
+        fn each_limit(check: impl Fn(&dyn ::prover_core::Accelerator)) {
             for limit in [None, Some($crate::device::TIGHT)] {
                 if let Some(b) = ($open)(limit, $crate::device::Faults::none(), false) {
                     eprintln!("memory limit: {limit:?}");
@@ -1305,7 +1305,8 @@ macro_rules! device_backend_tests {
         #[test]
         fn stages_ntt_and_quotient_match_cpu() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                for d in $crate::device::test_devices(::prover_core::Accelerator::device_count(&b))
+                {
                     eprintln!("device {d}");
                     let sizes = $crate::device::SuiteSizes::from_env();
                     $crate::device::check_ntt_and_quotient(b.device(d).expect("a device"), sizes);
@@ -1316,7 +1317,8 @@ macro_rules! device_backend_tests {
         #[test]
         fn stages_known_answers_at_the_suites_sizes() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                for d in $crate::device::test_devices(::prover_core::Accelerator::device_count(&b))
+                {
                     eprintln!("device {d}");
                     let sizes = $crate::device::SuiteSizes::from_env();
                     $crate::device::check_known_answers(b.device(d).expect("a device"), sizes);
@@ -1327,7 +1329,8 @@ macro_rules! device_backend_tests {
         #[test]
         fn stages_msms_match_cpu_resident_and_streamed() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                for d in $crate::device::test_devices(::prover_core::Accelerator::device_count(&b))
+                {
                     eprintln!("device {d}");
                     let sizes = $crate::device::SuiteSizes::from_env();
                     $crate::device::check_msms(b.device(d).expect("a device"), sizes, false);
@@ -1335,7 +1338,8 @@ macro_rules! device_backend_tests {
             }
             let limit = Some($crate::device::STREAM_LIMIT);
             if let Some(b) = ($open)(limit, $crate::device::Faults::none(), false) {
-                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                for d in $crate::device::test_devices(::prover_core::Accelerator::device_count(&b))
+                {
                     eprintln!("device {d}, streamed");
                     let sizes = $crate::device::SuiteSizes::from_env();
                     $crate::device::check_msms(b.device(d).expect("a device"), sizes, true);
@@ -1346,7 +1350,8 @@ macro_rules! device_backend_tests {
         #[test]
         fn stages_copies_beside_the_kernels_keep_their_bytes() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                for d in $crate::device::test_devices(::prover_core::Accelerator::device_count(&b))
+                {
                     eprintln!("device {d}");
                     $crate::device::check_copies_beside(b.device(d).expect("a device"));
                 }
@@ -1356,7 +1361,8 @@ macro_rules! device_backend_tests {
         #[test]
         fn stages_parameters_generated_on_the_device_equal_the_cpus() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                for d in $crate::device::test_devices(::prover_core::Accelerator::device_count(&b))
+                {
                     eprintln!("device {d}");
                     $crate::device::check_generator(&b.multiplier(d).expect("a device"));
                 }
@@ -1366,7 +1372,8 @@ macro_rules! device_backend_tests {
         #[test]
         fn stages_scan_on_device_lists_what_the_host_scan_lists() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                for d in $crate::device::test_devices(::prover_core::Accelerator::device_count(&b))
+                {
                     eprintln!("device {d}");
                     $crate::device::check_device_scan(b.device(d).expect("a device"));
                 }
@@ -1376,7 +1383,8 @@ macro_rules! device_backend_tests {
         #[test]
         fn stages_synthetic_bases_and_partition_match_cpu() {
             if let Some(b) = ($open)(None, $crate::device::Faults::none(), false) {
-                for d in $crate::device::test_devices(::prover_core::GpuBackend::device_count(&b)) {
+                for d in $crate::device::test_devices(::prover_core::Accelerator::device_count(&b))
+                {
                     eprintln!("device {d}");
                     $crate::device::check_synthetic(&b, d);
                 }
@@ -1398,7 +1406,7 @@ macro_rules! device_backend_tests {
             let b = ::std::sync::Arc::new(b);
             $crate::device::check_engine_fallback(b.clone());
             assert!(
-                ::prover_core::GpuBackend::device_trace(&*b).is_empty(),
+                ::prover_core::Accelerator::device_trace(&*b).is_empty(),
                 "spans recorded with tracing off"
             );
         }

@@ -32,11 +32,11 @@ use backend_cpu::{msm::msm_terms, CpuBackend, CpuWorker};
 use bellperson::groth16 as bp;
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use group::Curve;
-use prover_core::ledger::{Stage, StageLedger};
+use prover_core::accounting::ledger::{Stage, StageLedger};
 use prover_core::{
-    generate_seeded_parameters, AcceleratorWorker, Config, CpuSynthesizer, Engine, Error,
-    Finalizer, GpuBackend, HandBack, Parameters, PendingProof, PreparedParameters, Proof,
-    Randomness, SynthesizedPartition, Synthesizer,
+    generate_seeded_parameters, Accelerator, AcceleratorWorker, Config, CpuSynthesizer, Engine,
+    Error, Finalizer, HandBack, Parameters, PendingProof, PreparedParameters, Proof, Randomness,
+    SynthesizedPartition, Synthesizer,
 };
 use rand::RngCore;
 
@@ -156,14 +156,14 @@ pub enum HandBacks {
 const ROUNDS: usize = 3;
 
 /// [`check_accelerate_with`] for a backend with no injected fault.
-pub fn check_accelerate(backend: &dyn GpuBackend) {
+pub fn check_accelerate(backend: &dyn Accelerator) {
     check_accelerate_with(backend, HandBacks::None)
 }
 
 /// On every device: the accelerator's sums equal the CPU reference's (b_g2 too when the backend
 /// returns it); hand-backs are untouched. Every case must produce results on every device:
 /// every round (`HandBacks::None`), or at least one (`HandBacks::Injected`).
-pub fn check_accelerate_with(backend: &dyn GpuBackend, hand_backs: HandBacks) {
+pub fn check_accelerate_with(backend: &dyn Accelerator, hand_backs: HandBacks) {
     let mut rng = rand::thread_rng();
     for c in cases(&mut rng) {
         let params = params_for(&c, &mut rng);
@@ -207,7 +207,7 @@ pub fn check_accelerate_with(backend: &dyn GpuBackend, hand_backs: HandBacks) {
 }
 
 /// A partition of another circuit is handed back untouched, with a shape error.
-pub fn check_wrong_shape(backend: &dyn GpuBackend) {
+pub fn check_wrong_shape(backend: &dyn Accelerator) {
     let mut rng = rand::thread_rng();
     let right = cases(&mut rng).remove(0);
     let wrong = SuiteCircuit {
@@ -243,7 +243,7 @@ fn bp_verify(params: &Parameters, proof: &Proof, inputs: &[Scalar]) -> bool {
 }
 
 /// [`check_proofs_with`] for a backend with no injected fault.
-pub fn check_proofs(backend: &dyn GpuBackend, finalizer: &dyn Finalizer) {
+pub fn check_proofs(backend: &dyn Accelerator, finalizer: &dyn Finalizer) {
     check_proofs_with(backend, finalizer, HandBacks::None)
 }
 
@@ -251,7 +251,7 @@ pub fn check_proofs(backend: &dyn GpuBackend, finalizer: &dyn Finalizer) {
 /// for byte the CPU backend's, accepted by bellperson (and a wrong public input rejected). With
 /// `HandBacks::Injected` a case may be handed back before a later round goes through.
 pub fn check_proofs_with(
-    backend: &dyn GpuBackend,
+    backend: &dyn Accelerator,
     finalizer: &dyn Finalizer,
     hand_backs: HandBacks,
 ) {
@@ -311,7 +311,7 @@ pub fn check_proofs_with(
 
 /// Jobs through the engine on every device (two workers each) with the CPU fallback: every
 /// proof verifies, the ledger balances, every device took part or handed back.
-pub fn check_engine(backend: Arc<dyn GpuBackend>, finalizer: Arc<dyn Finalizer>) {
+pub fn check_engine(backend: Arc<dyn Accelerator>, finalizer: Arc<dyn Finalizer>) {
     let mut rng = rand::thread_rng();
     let shape = cases(&mut rng).remove(0);
     let params = params_for(&shape, &mut rng);

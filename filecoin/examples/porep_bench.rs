@@ -19,7 +19,7 @@ use anyhow::{bail, ensure, Context, Result};
 use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, SECTOR_SIZE_2_KIB};
 use proofline_filecoin::porep::{self, SectorInfo};
 use proofline_filecoin::{cached_parameters, parameter_cache_dir, prove_circuits, Tree2KiB};
-use prover_core::sampler::peak_rss;
+use prover_core::runtime::sampler::peak_rss;
 use prover_core::{write_parameters_with_progress, PointCheck, Trapdoor};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};

@@ -14,7 +14,7 @@ use backend_cpu::ntt::{quotient, Domain};
 use filecoin_proofs::SECTOR_SIZE_2_KIB;
 use proofline_filecoin::porep;
 use proofline_filecoin::{cached_parameters, Tree2KiB};
-use prover_core::density::{into_canonical, ScalarBytes};
+use prover_core::stages::density::{into_canonical, ScalarBytes};
 use prover_core::{CpuSynthesizer, PointCheck, QueryPlan, SynthesizedPartition, Synthesizer};
 
 fn bits(s: &ScalarBytes) -> u32 {

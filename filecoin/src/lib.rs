@@ -22,7 +22,7 @@ use filecoin_proofs::{
 };
 use prover_core::bellpepper_core::Circuit;
 use prover_core::{
-    write_parameters_with_progress, CpuSynthesizer, Engine, GenProgress, GpuBackend, Parameters,
+    write_parameters_with_progress, Accelerator, CpuSynthesizer, Engine, GenProgress, Parameters,
     PointCheck, Proof, Trapdoor,
 };
 use storage_proofs_core::compound_proof::{self, CompoundProof};
@@ -381,7 +381,7 @@ pub struct EngineRun {
     /// The engine's figures (stage times and the rest).
     pub stats: prover_core::EngineStats,
     /// The ledger after the engine shut down (every peak; everything released).
-    pub ledger: prover_core::ledger::Snapshot,
+    pub ledger: prover_core::accounting::ledger::Snapshot,
 }
 
 /// Proves `circuits` as one job through proofline's engine on the CPU backend with `pw`
@@ -400,8 +400,8 @@ pub fn prove_circuits_on<C: Circuit<blstrs::Scalar> + Send + 'static>(
     circuits: Vec<C>,
     params: Arc<Parameters>,
     pw: usize,
-    backend: Arc<dyn GpuBackend>,
-    fallback: Option<Arc<dyn GpuBackend>>,
+    backend: Arc<dyn Accelerator>,
+    fallback: Option<Arc<dyn Accelerator>>,
 ) -> Result<EngineRun> {
     ensure!(!circuits.is_empty(), "a job without partitions");
     let engine: Engine<C, CpuSynthesizer> = Engine::new(
@@ -461,7 +461,7 @@ pub fn prove_post_on<Tree: 'static + MerkleTreeTrait>(
     vanilla_proofs: &[FallbackPoStSectorProof<Tree>],
     params: Arc<Parameters>,
     pw: usize,
-    backend: Arc<dyn GpuBackend>,
+    backend: Arc<dyn Accelerator>,
 ) -> Result<EngineRun> {
     let circuits = post_circuits::<Tree>(config, randomness, prover_id, vanilla_proofs)?;
     let (circuits, _inputs): (Vec<_>, Vec<_>) = circuits.into_iter().unzip();

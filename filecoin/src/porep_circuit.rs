@@ -12,7 +12,7 @@ use filecoin_proofs::DefaultPieceHasher;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{self, StackedCircuit};
 
-use prover_core::pce::{assign_parts, Assignment};
+use prover_core::synthesis::pce::{assign_parts, Assignment};
 
 type G = DefaultPieceHasher;
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;

@@ -10,10 +10,10 @@ use backend_cpu::CpuBackend;
 use filecoin_proofs::SECTOR_SIZE_2_KIB;
 use proofline_filecoin::porep::{self, C1File};
 use proofline_filecoin::{cached_parameters, prove_circuits, Tree2KiB};
-use prover_core::ledger::StageLedger;
+use prover_core::accounting::ledger::StageLedger;
 use prover_core::stages::Randomness;
 use prover_core::{
-    prove_with_randomness, CpuSynthesizer, Error, GpuBackend, PceSynthesizer, PointCheck,
+    prove_with_randomness, Accelerator, CpuSynthesizer, Error, PceSynthesizer, PointCheck,
     Precompiled, Proof, Stages, Synthesizer,
 };
 

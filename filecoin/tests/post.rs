@@ -167,7 +167,7 @@ fn window_post_2kib_is_accepted_by_filecoin_proofs() {
 #[test]
 fn found_parameter_files_are_trusted_as_asked() {
     init();
-    let circuit = || Ok(prover_core::circuits::DenseCircuit::new(40, 2, 5));
+    let circuit = || Ok(proofline_workloads::circuits::DenseCircuit::new(40, 2, 5));
     let id = format!("proofline-trust-test-{}", std::process::id());
     let first =
         proofline_filecoin::cached_parameters(&id, circuit, prover_core::PointCheck::Checked, &())

@@ -1,15 +1,15 @@
-//! The accelerator stage on any [`Device`]: a [`GpuBackend`] whose workers run the H pipeline
+//! The accelerator stage on any [`Device`]: a [`Accelerator`] whose workers run the H pipeline
 //! and every MSM (b_g2 included, so the finalizer only assembles) on their device. The API
 //! crates give it their devices; everything above the device trait is here, once.
 
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G2Affine};
-use prover_core::ledger::{
+use prover_core::accounting::ledger::{
     BackendBuffer, BackendBuffers, ResidentKind, ResidentToken, StageLedger,
 };
 use prover_core::{
-    AcceleratorSums, AcceleratorWorker, Domain, Error, GpuBackend, HandBack, KeyShape, Parameters,
+    Accelerator, AcceleratorSums, AcceleratorWorker, Domain, Error, HandBack, KeyShape, Parameters,
     PendingProof, PreparedParameters, QueryPlan, Result, SynthesizedPartition,
 };
 
@@ -38,7 +38,7 @@ pub struct GpuOptions {
     /// Where the MSMs' 0/1 split runs (`PROOFLINE_GPU_SCAN`).
     pub scan: ScanMode,
     /// Whether the workers trace their queues (`PROOFLINE_GPU_TRACE`, `--device-trace`):
-    /// [`GpuBackend::device_trace`] then returns every copy and kernel, timed by the device.
+    /// [`Accelerator::device_trace`] then returns every copy and kernel, timed by the device.
     pub trace: bool,
     /// Whether the H pipeline uploads b and c beside a's transforms where the device can and
     /// its memory allows (`PROOFLINE_GPU_BESIDE`, on unless `0` or `false`: an A/B knob).
@@ -165,7 +165,7 @@ impl<D: Device> GpuAccelerator<D> {
                     info.name,
                     info.platform,
                     info.compute_units,
-                    prover_core::ledger::human_bytes(gpu.gauge.limit()),
+                    prover_core::units::human_bytes(gpu.gauge.limit()),
                     if info.program_from_cache {
                         ", kernels from the cache"
                     } else {
@@ -202,8 +202,8 @@ impl<D: Device> GpuAccelerator<D> {
                         detail: format!(
                             "{} needs {} for the bases and a partition, {} is left under its limit",
                             self.device_name(i),
-                            prover_core::ledger::human_bytes(need),
-                            prover_core::ledger::human_bytes(gpu.gauge.available())
+                            prover_core::units::human_bytes(need),
+                            prover_core::units::human_bytes(gpu.gauge.available())
                         ),
                     });
                 }
@@ -338,7 +338,7 @@ fn synthetic_resident<D: Device>(
     })
 }
 
-impl<D: Device> GpuBackend for GpuAccelerator<D> {
+impl<D: Device> Accelerator for GpuAccelerator<D> {
     fn name(&self) -> &str {
         self.name
     }
@@ -556,8 +556,8 @@ impl<D: Device> GpuWorker<D> {
                 format!(
                     "a domain of 2^{} needs {} on the device, {} is left under its limit",
                     domain.log2,
-                    prover_core::ledger::human_bytes(2 * n as u64 * 32),
-                    prover_core::ledger::human_bytes(gpu.gauge.available())
+                    prover_core::units::human_bytes(2 * n as u64 * 32),
+                    prover_core::units::human_bytes(gpu.gauge.available())
                 ),
             )
         })?;

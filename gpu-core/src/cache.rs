@@ -271,7 +271,7 @@ impl KernelCache {
         let path = self.path(api, key);
         let entry = encode(&Self::name(api, key), binary);
         let result = prover_core::files::create_dir_all(&self.folder).and_then(|()| {
-            prover_core::params::write_atomically(&path, |w| {
+            prover_core::groth16::params::write_atomically(&path, |w| {
                 use std::io::Write;
                 w.write_all(&entry)
                     .map_err(|e| prover_core::Error::io(format!("writing {}", path.display()), e))

@@ -4,9 +4,9 @@
 //! host reads three counts per term instead of scanning every scalar (the scan of a PoRep-like
 //! 2^24 query took 75 ms of a 99 ms MSM on the H200's host).
 
-use prover_core::ledger::{BackendBuffer, BackendBuffers};
-use prover_core::plan::{Filter, MsmTerm, ScalarSource};
-use prover_core::synthesize::Witness;
+use prover_core::accounting::ledger::{BackendBuffer, BackendBuffers};
+use prover_core::stages::plan::{Filter, MsmTerm, ScalarSource};
+use prover_core::stages::Witness;
 
 use crate::context::{launch_threads, GpuDevice};
 use crate::device::{bytes_of, bytes_of_mut, Arg, Device, DeviceError, DeviceResult, Queue};
@@ -99,7 +99,7 @@ impl<D: Device> DeviceWitness<D> {
         w: &Witness,
         ledger: &mut BackendBuffers<'_>,
     ) -> DeviceResult<Self> {
-        let words = |d: &prover_core::density::Density| 8 * d.words().len() as u64;
+        let words = |d: &prover_core::stages::density::Density| 8 * d.words().len() as u64;
         let dw = DeviceWitness {
             input: gpu.scratch(q, bytes_of(&w.input).len() as u64, "witness inputs")?,
             aux: gpu.scratch(q, bytes_of(&w.aux).len() as u64, "witness aux")?,

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use prover_core::density::ScalarBytes;
+use prover_core::stages::density::ScalarBytes;
 
 /// What the host logic needs to know about a device to size its work.
 #[derive(Debug, Clone, PartialEq, Eq)]

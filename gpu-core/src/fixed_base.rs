@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::Curve;
-use prover_core::generator::fixed_base::FixedBase;
+use prover_core::groth16::generator::fixed_base::FixedBase;
 use prover_core::{Error, Multiplier, Result};
 
 use crate::context::{launch_threads, GpuDevice};

@@ -11,7 +11,7 @@
 //!   resident or streamed in chunks).
 //! - [`classify`]: the 0/1 split on the device (a partition's witness uploaded once, each
 //!   query's scalars classified into the lists the host scan makes).
-//! - [`accelerator`]: a `GpuBackend` over any device: prepare (resident bases), workers, b_g2
+//! - [`accelerator`]: a `Accelerator` over any device: prepare (resident bases), workers, b_g2
 //!   on the device, hand-back on any device error.
 //! - [`fixed_base`]: parameter generation's fixed-base products on a device (prover-core's
 //!   `Multiplier`).

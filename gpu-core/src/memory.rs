@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use prover_core::ledger::{BackendBuffer, BackendBuffers};
+use prover_core::accounting::ledger::{BackendBuffer, BackendBuffers};
 
 use crate::device::{Device, DeviceError, DeviceResult};
 
@@ -136,7 +136,7 @@ impl<D: Device> DeviceBuffer<D> {
         let during = || {
             format!(
                 "allocating {what} ({})",
-                prover_core::ledger::human_bytes(bytes)
+                prover_core::units::human_bytes(bytes)
             )
         };
         let size = usize::try_from(bytes.max(1))
@@ -146,7 +146,7 @@ impl<D: Device> DeviceBuffer<D> {
                 during(),
                 format!(
                     "larger than the device's largest allocation ({})",
-                    prover_core::ledger::human_bytes(device.info().max_alloc_bytes)
+                    prover_core::units::human_bytes(device.info().max_alloc_bytes)
                 ),
             ));
         }
@@ -155,8 +155,8 @@ impl<D: Device> DeviceBuffer<D> {
                 during(),
                 format!(
                     "over the device memory limit ({} of {} in use)",
-                    prover_core::ledger::human_bytes(gauge.used()),
-                    prover_core::ledger::human_bytes(gauge.limit())
+                    prover_core::units::human_bytes(gauge.used()),
+                    prover_core::units::human_bytes(gauge.limit())
                 ),
             ));
         }

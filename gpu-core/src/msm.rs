@@ -7,10 +7,10 @@
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use group::Group;
-use prover_core::density::ScalarBytes;
-use prover_core::ledger::{BackendBuffer, BackendBuffers};
-use prover_core::plan::MsmTerm;
-use prover_core::synthesize::Witness;
+use prover_core::accounting::ledger::{BackendBuffer, BackendBuffers};
+use prover_core::stages::density::ScalarBytes;
+use prover_core::stages::plan::MsmTerm;
+use prover_core::stages::Witness;
 use rayon::prelude::*;
 
 use crate::classify::DeviceScan;
@@ -697,8 +697,8 @@ mod tests {
     #[test]
     fn scan_lists_what_a_one_by_one_scan_lists() {
         use ff::Field;
-        use prover_core::density::Density;
-        use prover_core::plan::{Filter, ScalarSource};
+        use prover_core::stages::density::Density;
+        use prover_core::stages::plan::{Filter, ScalarSource};
         use rand::Rng;
         let mut rng = rand::thread_rng();
         // Sizes around the chunk (2^14), the A query's density on the aux (one in three unused).

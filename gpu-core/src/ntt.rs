@@ -14,7 +14,7 @@
 
 use blstrs::Scalar;
 use ff::Field;
-use prover_core::ledger::{BackendBuffer, BackendBuffers};
+use prover_core::accounting::ledger::{BackendBuffer, BackendBuffers};
 use prover_core::Domain;
 
 use crate::context::{launch_threads, GpuDevice};

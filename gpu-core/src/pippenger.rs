@@ -5,7 +5,7 @@
 //! chunks that fit the memory left; bucket sums accumulate across chunks.
 
 use group::Group;
-use prover_core::ledger::{BackendBuffer, BackendBuffers};
+use prover_core::accounting::ledger::{BackendBuffer, BackendBuffers};
 
 use crate::context::{launch_threads, GpuDevice};
 use crate::device::{bytes_of_mut, check_elements, Arg, Device, DeviceResult, Queue};

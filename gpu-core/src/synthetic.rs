@@ -15,9 +15,9 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
-use prover_core::density::ScalarBytes;
-use prover_core::generator::fixed_base::FixedBase;
-use prover_core::plan::MsmTerm;
+use prover_core::groth16::generator::fixed_base::FixedBase;
+use prover_core::stages::density::ScalarBytes;
+use prover_core::stages::plan::MsmTerm;
 use prover_core::{CpuMultiplier, KeyShape, Multiplier, Parameters, PendingProof, VerifyingKey};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -523,7 +523,7 @@ mod tests {
     fn query_sum<C: SyntheticCurve>(
         bases: &[C],
         terms: &[&MsmTerm],
-        w: &prover_core::synthesize::Witness,
+        w: &prover_core::stages::Witness,
     ) -> C::Projective
     where
         C::Projective: From<C> + std::ops::Mul<Scalar, Output = C::Projective>,
@@ -548,8 +548,8 @@ mod tests {
 
     #[test]
     fn a_synthetic_partitions_sums_check_against_their_known_answers() {
-        use prover_core::plan::QueryPlan;
-        use prover_core::synthetic::{key_shape, SyntheticSpec};
+        use proofline_workloads::synthetic::{key_shape, SyntheticSpec};
+        use prover_core::stages::plan::QueryPlan;
         use prover_core::AcceleratorSums;
         let mut rng = rand::thread_rng();
         let partition = SyntheticSpec::scaled(9).partition(rand::Rng::gen(&mut rng));

@@ -5,16 +5,16 @@
 use std::sync::Arc;
 
 use backend_cpu::CpuBackend;
-use prover_core::{CpuMultiplier, GpuBackend, Multiplier};
+use prover_core::{Accelerator, CpuMultiplier, Multiplier};
 
 use crate::config::{BackendKind, RunConfig};
 
 /// The accelerator and its fallback.
 pub struct Backends {
     /// The accelerator backend.
-    pub backend: Arc<dyn GpuBackend>,
+    pub backend: Arc<dyn Accelerator>,
     /// Where handed-back partitions go (`None` for the CPU backend, its own fallback).
-    pub fallback: Option<Arc<dyn GpuBackend>>,
+    pub fallback: Option<Arc<dyn Accelerator>>,
 }
 
 /// Opens the backend `cfg` names; errors say what is missing (no OpenCL platform, no device).

@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use proofline_filecoin::{porep, Tree2KiB};
-use prover_core::ledger::{human_bytes, BufferKind, Stage};
+use prover_core::accounting::ledger::{BufferKind, Stage};
+use prover_core::units::human_bytes;
 use prover_core::PointCheck;
 
 use crate::config::RunConfig;
@@ -306,9 +307,12 @@ pub fn c2(args: C2Args) -> anyhow::Result<()> {
         if let (Some(budget), Some((first, _))) = (cfg.mem_budget, circuits.first()) {
             // The budget against one partition, counted in seconds, before the parameters.
             let size = prover_core::circuit_size(first.clone())?;
-            let (abc, rest) =
-                prover_core::engine::estimate_bytes(size.domain_size(), size.aux, size.inputs);
-            let bytes = prover_core::budget::BudgetSize::from(budget).resolve()?;
+            let (abc, rest) = prover_core::runtime::engine::estimate_bytes(
+                size.domain_size(),
+                size.aux,
+                size.inputs,
+            );
+            let bytes = prover_core::runtime::budget::BudgetSize::from(budget).resolve()?;
             anyhow::ensure!(
                 bytes >= abc + rest,
                 "--mem-budget {} cannot hold one partition of this sector ({} constraints: {} \

@@ -112,11 +112,11 @@ impl<'de> Deserialize<'de> for MemBudget {
     }
 }
 
-impl From<MemBudget> for prover_core::budget::BudgetSize {
+impl From<MemBudget> for prover_core::runtime::budget::BudgetSize {
     fn from(b: MemBudget) -> Self {
         match b {
-            MemBudget::Bytes(b) => prover_core::budget::BudgetSize::Bytes(b),
-            MemBudget::Auto => prover_core::budget::BudgetSize::Auto,
+            MemBudget::Bytes(b) => prover_core::runtime::budget::BudgetSize::Bytes(b),
+            MemBudget::Auto => prover_core::runtime::budget::BudgetSize::Auto,
         }
     }
 }
@@ -156,7 +156,7 @@ pub const MAX_RUN_PARTITIONS: usize = 4096;
 
 /// Checks a synthesis worker count (`--pw`).
 pub fn validate_pw(pw: usize) -> Result<(), String> {
-    let max = prover_core::engine::MAX_SLOTS;
+    let max = prover_core::runtime::engine::MAX_SLOTS;
     if pw == 0 || pw > max {
         return Err(format!("--pw {pw}: it must be between 1 and {max}"));
     }
@@ -333,13 +333,13 @@ impl RunConfig {
         if self.gpu_mem_limit.is_some_and(|b| b < MIN_GPU_MEM_LIMIT) {
             return Err(format!(
                 "--gpu-mem-limit below {} cannot hold an MSM's buckets",
-                prover_core::ledger::human_bytes(MIN_GPU_MEM_LIMIT)
+                prover_core::units::human_bytes(MIN_GPU_MEM_LIMIT)
             ));
         }
         if self.partitions == 0 || self.jobs == 0 {
             return Err("--partitions and --jobs must be at least 1".into());
         }
-        use prover_core::engine::{MAX_SLOTS, MAX_THREADS};
+        use prover_core::runtime::engine::{MAX_SLOTS, MAX_THREADS};
         for (name, v, min, max) in [
             ("--partitions", self.partitions, 1, MAX_SLOTS),
             ("--jobs", self.jobs, 1, MAX_SLOTS),
@@ -370,7 +370,7 @@ impl RunConfig {
             if b < MIN_MEM_BUDGET {
                 return Err(format!(
                     "--mem-budget {b} bytes cannot hold a partition: give at least {}",
-                    prover_core::ledger::human_bytes(MIN_MEM_BUDGET)
+                    prover_core::units::human_bytes(MIN_MEM_BUDGET)
                 ));
             }
         }

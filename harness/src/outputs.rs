@@ -13,7 +13,7 @@ pub const LOCK_NAME: &str = ".proofline.lock";
 /// Writes `bytes` to `path` through a temporary file renamed into place: a full disk or a kill
 /// never leaves a half-written file under the real name, and the error names the file.
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    prover_core::params::write_atomically(path, |w| {
+    prover_core::groth16::params::write_atomically(path, |w| {
         w.write_all(bytes)
             .map_err(|e| prover_core::Error::io(format!("writing {}", path.display()), e))
     })
@@ -111,7 +111,7 @@ fn probe_folder(what: &str, folder: &Path) -> Result<(), String> {
 }
 
 /// An I/O error's reason, with the cases whose stock wording misleads said plainly.
-pub use prover_core::files::io_reason as reason;
+pub use prover_core::error::io_reason as reason;
 
 fn describe(what: &str, path: &Path, e: &std::io::Error) -> String {
     format!("{what} {}: {}", path.display(), reason(e))

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use prover_core::pce::Origin;
+use prover_core::synthesis::pce::Origin;
 use prover_core::{PceSynthesizer, Precompiled};
 
 use crate::config::RunConfig;

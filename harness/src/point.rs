@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use backend_cpu::CpuBackend;
-use prover_core::budget::BudgetSize;
-use prover_core::ledger::{BufferKind, ResidentKind, Stage};
-use prover_core::replay::Replay;
-use prover_core::sampler::{current_rss, peak_rss, Sample, Sampler};
+use proofline_workloads::replay::Replay;
+use prover_core::accounting::ledger::{BufferKind, ResidentKind, Stage};
+use prover_core::runtime::budget::BudgetSize;
+use prover_core::runtime::sampler::{current_rss, peak_rss, Sample, Sampler};
 use prover_core::{
     prepare_verifying_key, verify_proof, verify_proofs_batch, Config, CpuSynthesizer, Engine,
     Error, Parameters, PceSynthesizer, Proof, Synthesizer,
@@ -282,7 +282,7 @@ impl From<&prover_core::DeviceStats> for DevicePoint {
 
 /// Peak count and bytes by name.
 fn peaks<'a>(
-    usages: impl Iterator<Item = (&'a str, prover_core::ledger::Usage)>,
+    usages: impl Iterator<Item = (&'a str, prover_core::accounting::ledger::Usage)>,
 ) -> BTreeMap<String, CountBytes> {
     usages
         .map(|(name, u)| {
@@ -306,7 +306,7 @@ pub struct PointOutcome {
     /// The engine's figures.
     pub stats: prover_core::EngineStats,
     /// The ledger at the end (every peak).
-    pub ledger: prover_core::ledger::Snapshot,
+    pub ledger: prover_core::accounting::ledger::Snapshot,
     /// The device backend's step times (under `PROOFLINE_GPU_PROFILE=1`; empty otherwise).
     pub device_steps: Vec<prover_core::StepTime>,
     /// The devices' own timeline, when the backend timed its queues (device backends, unless
@@ -637,7 +637,7 @@ pub fn run_jobs(
     let timed = |v: f64| (proofs_failed == 0).then_some(v);
     let memory = backend.device_memory();
     let device_trace = backend.device_trace();
-    let traced = prover_core::trace::summarize(&device_trace);
+    let traced = prover_core::accounting::trace::summarize(&device_trace);
     let stage_peaks = peaks(Stage::ALL.iter().map(|s| (s.name(), snap.stage(*s))));
     let buffer_peaks = peaks(BufferKind::ALL.iter().map(|k| (k.name(), snap.kind(*k))));
     let result = PointResult {

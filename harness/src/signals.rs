@@ -77,7 +77,7 @@ fn watch(read: libc::c_int) {
 /// Removes this process's open temporary files and ends it on `sig`, as its default action
 /// would (a shell then reports 128 + the signal's number).
 fn end(sig: libc::c_int) -> ! {
-    let removed = prover_core::params::remove_temporaries();
+    let removed = prover_core::groth16::params::remove_temporaries();
     crate::tell!(
         "interrupted ({}){}",
         signal_name(sig),

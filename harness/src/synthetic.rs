@@ -12,9 +12,10 @@ use std::time::Instant;
 use anyhow::Context;
 use gpu_core::synthetic::SyntheticKey;
 use gpu_core::{Device, GpuAccelerator};
-use prover_core::ledger::{human_bytes, Stage, StageLedger};
-use prover_core::synthetic::{key_shape, SyntheticSpec};
-use prover_core::GpuBackend;
+use proofline_workloads::synthetic::{key_shape, SyntheticSpec};
+use prover_core::accounting::ledger::{Stage, StageLedger};
+use prover_core::units::human_bytes;
+use prover_core::Accelerator;
 
 use crate::config::BackendKind;
 

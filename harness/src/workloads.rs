@@ -16,7 +16,7 @@ use blstrs::Scalar;
 use ff::Field;
 use generic_array::typenum::U2;
 use neptune::poseidon::{Poseidon, PoseidonConstants};
-use prover_core::circuits::DenseCircuit;
+use proofline_workloads::circuits::DenseCircuit;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use backend_cpu::CpuBackend;
 use harness::workloads::{Workload, WorkloadCircuit, WorkloadSpec};
-use prover_core::ledger::StageLedger;
+use prover_core::accounting::ledger::StageLedger;
 use prover_core::stages::Randomness;
 use prover_core::{
     generate_seeded_parameters, prepare_verifying_key, prove_with_randomness, verify_proof,
-    CpuSynthesizer, Error, GpuBackend, PceSynthesizer, Precompiled, PreparedParameters, Proof,
+    Accelerator, CpuSynthesizer, Error, PceSynthesizer, Precompiled, PreparedParameters, Proof,
     Stages, Synthesizer,
 };
 use rand::Rng;

@@ -211,10 +211,10 @@ pub enum Error {
     /// The engine shut down before the job finished.
     #[error("engine shut down before the job finished")]
     ShutDown,
-    /// An I/O error. Its reason is part of the message ([`crate::files::io_reason`]) and is not
+    /// An I/O error. Its reason is part of the message ([`io_reason`]) and is not
     /// given again as the error's `source()`, so a report of the whole chain (`{:#}`) says it
     /// once.
-    #[error("{context}: {}", crate::files::io_reason(.error))]
+    #[error("{context}: {}", io_reason(.error))]
     Io {
         /// What was being done, naming the file.
         context: String,
@@ -277,6 +277,19 @@ pub fn catch_panic<T>(stage: &'static str, f: impl FnOnce() -> T) -> Result<T> {
 
 /// Result alias of the core crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An I/O error's reason in words: the system's own message, except where its wording
+/// misleads.
+pub fn io_reason(e: &std::io::Error) -> String {
+    #[cfg(unix)]
+    match e.raw_os_error() {
+        Some(libc::ELOOP) => return "a loop of symbolic links".into(),
+        Some(libc::EROFS) => return "a read-only file system".into(),
+        Some(libc::ENOSPC) => return "no space left on the device".into(),
+        _ => {}
+    }
+    e.to_string()
+}
 
 #[cfg(test)]
 mod tests {

@@ -16,8 +16,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
-use crate::error::{Error, Result};
-use crate::ledger::human_bytes;
+use crate::error::{io_reason, Error, Result};
+use crate::units::human_bytes;
 
 /// What a file read whole is: each kind has the largest size a sound file of it has, with room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,19 +52,6 @@ impl InputKind {
             InputKind::KernelBinary => "a kernel cache entry",
         }
     }
-}
-
-/// An I/O error's reason in words: the system's own message, except where its wording
-/// misleads.
-pub fn io_reason(e: &io::Error) -> String {
-    #[cfg(unix)]
-    match e.raw_os_error() {
-        Some(libc::ELOOP) => return "a loop of symbolic links".into(),
-        Some(libc::EROFS) => return "a read-only file system".into(),
-        Some(libc::ENOSPC) => return "no space left on the device".into(),
-        _ => {}
-    }
-    e.to_string()
 }
 
 /// What a file that is not a regular file is, in words.

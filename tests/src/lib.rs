@@ -7,14 +7,14 @@ use std::sync::Arc;
 use backend_cpu::{CpuBackend, CpuWorker};
 use blstrs::Scalar;
 use ff::Field;
+use prover_core::accounting::ledger::{
+    BackendBuffer, BackendBuffers, ResidentKind, ResidentToken, StageLedger,
+};
 use prover_core::bellpepper_core::{
     Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable,
 };
-use prover_core::ledger::{
-    BackendBuffer, BackendBuffers, ResidentKind, ResidentToken, StageLedger,
-};
 use prover_core::{
-    AcceleratorWorker, CpuSynthesizer, GpuBackend, HandBack, Parameters, PendingProof,
+    Accelerator, AcceleratorWorker, CpuSynthesizer, HandBack, Parameters, PendingProof,
     PreparedParameters, Proof, Stages, SynthesizedPartition,
 };
 use rand_chacha::ChaCha20Rng;
@@ -156,7 +156,7 @@ pub fn accelerate_cpu(
     partition: SynthesizedPartition,
 ) -> Result<PendingProof, HandBack> {
     let ledger = StageLedger::new();
-    let mut token = ledger.enter(prover_core::ledger::Stage::OnAccelerator, 0, 0);
+    let mut token = ledger.enter(prover_core::accounting::ledger::Stage::OnAccelerator, 0, 0);
     CpuWorker.accelerate(prepared, partition, &mut token.backend_buffers())
 }
 
@@ -306,7 +306,7 @@ impl TestBackend {
 
 /// The pinned staging the test backend registers per partition: one of a, b, c.
 fn pinned_bytes(params: &Parameters) -> u64 {
-    prover_core::engine::estimate_partition_bytes(params).0 / 3
+    prover_core::runtime::engine::estimate_partition_bytes(params).0 / 3
 }
 
 /// What the test backend prepares: the CPU backend's preparation, and the emulated device's
@@ -316,7 +316,7 @@ struct TestPrepared {
     _bases: Vec<ResidentToken>,
 }
 
-impl GpuBackend for TestBackend {
+impl Accelerator for TestBackend {
     fn name(&self) -> &str {
         "test"
     }

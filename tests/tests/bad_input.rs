@@ -403,7 +403,10 @@ fn temporaries_of_killed_writers_are_removed_and_live_ones_kept() {
     for f in [&stale, &running, &other_file, &not_ours] {
         std::fs::write(f, b"half a parameter file").unwrap();
     }
-    assert_eq!(prover_core::params::remove_stale_temporaries(&target), 1);
+    assert_eq!(
+        prover_core::groth16::params::remove_stale_temporaries(&target),
+        1
+    );
     assert!(!stale.exists(), "a dead writer's temporary file stayed");
     // Twins: a live process's, another file's and a name of another pattern stay.
     assert!(running.exists() && other_file.exists() && not_ours.exists());

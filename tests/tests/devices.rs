@@ -7,12 +7,12 @@ use std::sync::Arc;
 use backend_cpu::CpuBackend;
 use blstrs::Scalar;
 use proofline_tests::{prepare_cpu, Gate, RandomCircuit, TestBackend};
-use prover_core::budget::BudgetSize;
-use prover_core::engine::estimate_partition_bytes;
-use prover_core::ledger::{Memory, ResidentKind, Stage};
+use prover_core::accounting::ledger::{Memory, ResidentKind, Stage};
+use prover_core::runtime::budget::BudgetSize;
+use prover_core::runtime::engine::estimate_partition_bytes;
 use prover_core::{
-    generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Config, CpuSynthesizer,
-    Engine, EngineStats, Error, GpuBackend, Parameters,
+    generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Accelerator, Config,
+    CpuSynthesizer, Engine, EngineStats, Error, Parameters,
 };
 
 const SHAPE: u64 = 41;
@@ -28,7 +28,7 @@ fn circuit(job: usize, p: usize) -> RandomCircuit {
 type TestEngine = Engine<RandomCircuit, CpuSynthesizer>;
 
 /// An engine on `backend`, CPU synthesis and finalizer.
-fn engine(config: Config, backend: impl GpuBackend + 'static) -> prover_core::Result<TestEngine> {
+fn engine(config: Config, backend: impl Accelerator + 'static) -> prover_core::Result<TestEngine> {
     Engine::new(
         config,
         CpuSynthesizer,
@@ -44,7 +44,7 @@ fn run(
     config: Config,
     jobs: usize,
     partitions: usize,
-) -> (EngineStats, prover_core::ledger::Snapshot) {
+) -> (EngineStats, prover_core::accounting::ledger::Snapshot) {
     let params = params();
     let pvk = prepare_verifying_key(&params.vk);
     let engine = engine(config, backend).unwrap();
@@ -320,7 +320,7 @@ fn configurations_that_cannot_run_are_refused_before_anything_starts() {
 /// The CPU backend, counting its preparations.
 struct CountingCpu(std::sync::atomic::AtomicUsize);
 
-impl GpuBackend for CountingCpu {
+impl Accelerator for CountingCpu {
     fn name(&self) -> &str {
         "cpu"
     }
@@ -330,7 +330,7 @@ impl GpuBackend for CountingCpu {
     fn prepare(
         &self,
         params: Arc<Parameters>,
-        ledger: &prover_core::ledger::StageLedger,
+        ledger: &prover_core::accounting::ledger::StageLedger,
     ) -> prover_core::Result<prover_core::PreparedParameters> {
         self.0.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         CpuBackend.prepare(params, ledger)

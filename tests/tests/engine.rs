@@ -7,13 +7,13 @@ use backend_cpu::CpuBackend;
 use blstrs::Scalar;
 use proofline_tests::{wait_until, Behaviour, Gate, RandomCircuit, TestBackend};
 use proptest::prelude::*;
+use prover_core::accounting::ledger::{Stage, StageLedger};
 use prover_core::bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
-use prover_core::budget::BudgetSize;
-use prover_core::engine::estimate_partition_bytes;
-use prover_core::ledger::{Stage, StageLedger};
+use prover_core::runtime::budget::BudgetSize;
+use prover_core::runtime::engine::estimate_partition_bytes;
 use prover_core::{
-    generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Config, CpuSynthesizer,
-    Engine, Error, GpuBackend, PreparedParameters, PreparedVerifyingKey, ReleasePolicy,
+    generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Accelerator, Config,
+    CpuSynthesizer, Engine, Error, PreparedParameters, PreparedVerifyingKey, ReleasePolicy,
     Synthesizer,
 };
 
@@ -410,7 +410,7 @@ fn a_thousand_partitions_none_lost_and_bounded() {
         ..Config::default()
     };
     let engine = engine(config, Gate::opened(), vec![]);
-    let sampler = prover_core::sampler::Sampler::start(
+    let sampler = prover_core::runtime::sampler::Sampler::start(
         engine.ledger().clone(),
         std::time::Duration::from_millis(2),
     );
@@ -439,8 +439,8 @@ fn a_thousand_partitions_none_lost_and_bounded() {
 
 #[test]
 fn the_cpu_quotient_s_growth_of_abc_to_the_domain_is_counted() {
-    use prover_core::circuits::DenseCircuit;
-    use prover_core::ledger::BufferKind;
+    use proofline_workloads::circuits::DenseCircuit;
+    use prover_core::accounting::ledger::BufferKind;
     // Peak of the CPU accelerator's host temporaries for one partition of `circuit`, and the
     // growth of its a/b/c to the domain (32 bytes a slot).
     let run = |circuit: DenseCircuit| -> (u64, u64) {
@@ -502,7 +502,7 @@ impl Synthesizer for Recording {
     fn synthesize<C: Circuit<Scalar>>(
         &self,
         circuit: C,
-    ) -> prover_core::Result<prover_core::synthesize::SynthesizedPartition> {
+    ) -> prover_core::Result<prover_core::stages::SynthesizedPartition> {
         let name = || std::thread::current().name().unwrap_or("").to_string();
         let part = prover_core::parallel::install(|| {
             let (n, _) = rayon::join(name, || ());

@@ -9,8 +9,8 @@ use backend_cpu::CpuBackend;
 use blstrs::Scalar;
 use proofline_tests::{Behaviour, Gate, RandomCircuit, TestBackend};
 use prover_core::{
-    generate_seeded_parameters, prepare_verifying_key, verify_proof, Config, CpuSynthesizer,
-    Engine, EngineStats, Error, GpuBackend, Parameters, Proof,
+    generate_seeded_parameters, prepare_verifying_key, verify_proof, Accelerator, Config,
+    CpuSynthesizer, Engine, EngineStats, Error, Parameters, Proof,
 };
 
 const SHAPE: u64 = 73;
@@ -31,7 +31,7 @@ fn corrupt(p: usize) -> (Scalar, Behaviour) {
 /// Proves one job of `partitions` on `backend` with `params`; checks that the ledger balanced
 /// and returns the job's outcome and the figures.
 fn prove(
-    backend: Arc<dyn GpuBackend>,
+    backend: Arc<dyn Accelerator>,
     config: Config,
     params: Arc<Parameters>,
     partitions: usize,

@@ -19,9 +19,9 @@ pub mod window;
 pub use curve::MsmGroup;
 
 use group::Group;
-use prover_core::density::{Density, ScalarBytes};
-use prover_core::plan::MsmTerm;
-use prover_core::synthesize::Witness;
+use prover_core::stages::density::{Density, ScalarBytes};
+use prover_core::stages::plan::MsmTerm;
+use prover_core::stages::Witness;
 use rayon::prelude::*;
 
 /// Which Pippenger runs the MSMs' dense part.

@@ -6,7 +6,7 @@
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
-use prover_core::density::{Density, ScalarBytes};
+use prover_core::stages::density::{Density, ScalarBytes};
 use rand::Rng;
 
 use super::*;

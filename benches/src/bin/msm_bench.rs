@@ -25,8 +25,8 @@ use gpu_core::pippenger::{self, Plan};
 use gpu_core::{GpuDevice, Queue};
 use group::{Curve, Group};
 use proofline_benches::{porep_like_witness, random_scalars, KnownBases};
-use prover_core::ledger::{Stage, StageLedger};
-use prover_core::plan::{Filter, MsmTerm, ScalarSource};
+use prover_core::accounting::ledger::{Stage, StageLedger};
+use prover_core::stages::plan::{Filter, MsmTerm, ScalarSource};
 
 #[derive(Parser, Debug)]
 #[command(name = "msm-bench", about = "Device MSMs, every result checked")]

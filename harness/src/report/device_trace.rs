@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use prover_core::trace::summarize;
+use prover_core::accounting::trace::summarize;
 use prover_core::{DeviceSpan, SpanKind};
 
 /// The CSV: one row per span, times in seconds from the device's trace epoch.

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
+use prover_core::accounting::ledger::Stage;
 use prover_core::files::InputKind;
-use prover_core::ledger::Stage;
-use prover_core::sampler::Sample;
+use prover_core::runtime::sampler::Sample;
 
 use super::{read_timelines, report_title, SweepResults, SCHEMA};
 use crate::point::{PointResult, PointStatus};

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use prover_core::ledger::human_bytes;
+use prover_core::units::human_bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::config::RunConfig;

@@ -3,9 +3,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use prover_core::accounting::ledger::Stage;
 use prover_core::files::InputKind;
-use prover_core::ledger::Stage;
-use prover_core::sampler::Sample;
+use prover_core::runtime::sampler::Sample;
 
 use crate::point::PointResult;
 

@@ -1,0 +1,116 @@
+//! Where and when a measurement is taken: the date, the commit and the machine.
+
+use std::process::Command;
+
+/// The date, commit and machine a benchmark tool stamps on its records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Provenance {
+    /// `YYYY-MM-DD`, UTC.
+    pub date: String,
+    /// `git rev-parse --short HEAD` of the working directory, `+changes` when tracked files
+    /// differ from it; `unknown` outside a git checkout.
+    pub commit: String,
+    /// The processor, its cores and the memory (`AMD EPYC 9454, 2 cores, 23.4 GiB`).
+    pub machine: String,
+}
+
+impl Provenance {
+    /// This machine, now, in the current directory's checkout.
+    pub fn here() -> Provenance {
+        let seconds = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Provenance {
+            date: utc_date(seconds),
+            commit: commit(),
+            machine: machine(),
+        }
+    }
+
+    /// The same provenance with a device named in front of the host (`NVIDIA H200; ...`).
+    pub fn with_device(mut self, device: &str) -> Provenance {
+        if !device.is_empty() {
+            self.machine = format!("{device}; {}", self.machine);
+        }
+        self
+    }
+}
+
+/// `YYYY-MM-DD` of a Unix time (the proleptic Gregorian calendar, UTC).
+pub fn utc_date(unix_seconds: u64) -> String {
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's `civil_from_days`).
+    let z = (unix_seconds / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+fn git(args: &[&str]) -> Option<std::process::Output> {
+    Command::new("git").args(args).output().ok()
+}
+
+fn commit() -> String {
+    let Some(out) = git(&["rev-parse", "--short=7", "HEAD"]).filter(|o| o.status.success()) else {
+        return "unknown".into();
+    };
+    let hash = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let changed =
+        git(&["diff", "--quiet", "HEAD", "--"]).is_some_and(|o| o.status.code() == Some(1));
+    if changed {
+        format!("{hash}+changes")
+    } else {
+        hash
+    }
+}
+
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, m)| m.trim().to_string())
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|l| l.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    match kib {
+        Some(k) => format!(
+            "{model}, {cores} cores, {:.1} GiB",
+            k as f64 / (1024.0 * 1024.0)
+        ),
+        None => format!("{model}, {cores} cores"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_of_known_instants() {
+        assert_eq!(utc_date(0), "1970-01-01");
+        assert_eq!(utc_date(951_782_400), "2000-02-29");
+        assert_eq!(utc_date(1_796_515_199), "2026-12-05");
+        assert_eq!(utc_date(1_796_515_200), "2026-12-06");
+    }
+
+    #[test]
+    fn this_machine_is_described() {
+        let p = Provenance::here().with_device("GPU X");
+        assert!(p.machine.starts_with("GPU X; "), "{}", p.machine);
+        assert!(p.machine.contains("cores"), "{}", p.machine);
+        assert_eq!(p.date.len(), 10);
+        assert!(!p.commit.is_empty());
+    }
+}

@@ -1,0 +1,191 @@
+//! `record-criterion`: criterion's latest estimates appended as measurement records.
+//!
+//! Criterion keeps each benchmark's latest run under
+//! `target/criterion/<group>/<function>[/<parameter>]/new/` (`benchmark.json` names it,
+//! `estimates.json` holds the median in nanoseconds). One record per benchmark whose id
+//! contains the filter; the command recorded is the `cargo bench` run the caller names.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use proofline_records::{append, Provenance, Record};
+
+const USAGE: &str = "usage: cargo xtask record-criterion --table ID --out FILE [--filter TEXT] [--bench NAME] [--device NAME]";
+
+pub fn record(root: &Path, args: &[String]) -> ExitCode {
+    match run(root, args) {
+        Ok(n) => {
+            println!("{n} record(s) appended");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}\n{USAGE}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(root: &Path, args: &[String]) -> Result<usize, String> {
+    let (mut table, mut out, mut filter, mut bench, mut device) =
+        (None, None, String::new(), "gpu".to_string(), String::new());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--table" => table = Some(value()?),
+            "--out" => out = Some(PathBuf::from(value()?)),
+            "--filter" => filter = value()?,
+            "--bench" => bench = value()?,
+            "--device" => device = value()?,
+            other => return Err(format!("unknown option `{other}`")),
+        }
+    }
+    let table = table.ok_or("--table is required")?;
+    let out = out.ok_or("--out is required")?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let dir = target.join("criterion");
+    let mut found = Vec::new();
+    collect(&dir, &mut found).map_err(|e| format!("{}: {e}", dir.display()))?;
+    found.sort();
+    let here = Provenance::here().with_device(&device);
+    let mut n = 0;
+    for new in found {
+        let (id, median_ns, samples) = estimate(&new)?;
+        if !id.contains(&filter) {
+            continue;
+        }
+        let (value, unit) = scaled(median_ns);
+        let record = Record {
+            date: here.date.clone(),
+            commit: here.commit.clone(),
+            machine: here.machine.clone(),
+            command: format!("cargo bench -p proofline-benches --bench {bench} -- '{id}'"),
+            table: Some(table.clone()),
+            case: id,
+            metric: format!("criterion's median of {samples} samples"),
+            unit: unit.into(),
+            ours: value,
+            peers: Vec::new(),
+            extra: Default::default(),
+            note: None,
+        };
+        append(&root.join(&out), &record).map_err(|e| e.to_string())?;
+        n += 1;
+    }
+    if n == 0 {
+        return Err(format!(
+            "no benchmark under {} matches `{filter}`",
+            dir.display()
+        ));
+    }
+    Ok(n)
+}
+
+/// Every `.../new` folder holding an `estimates.json` under `dir`.
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if !path.is_dir() {
+            continue;
+        }
+        if path.file_name().is_some_and(|n| n == "new") && path.join("estimates.json").is_file() {
+            out.push(path);
+        } else {
+            collect(&path, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The benchmark's full id, its median in nanoseconds and its sample count.
+fn estimate(new: &Path) -> Result<(String, f64, usize), String> {
+    let read = |name: &str| -> Result<serde_json::Value, String> {
+        let p = new.join(name);
+        let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let bench = read("benchmark.json")?;
+    let id = bench["full_id"]
+        .as_str()
+        .ok_or_else(|| format!("{}: no full_id", new.display()))?
+        .to_string();
+    let est = read("estimates.json")?;
+    let median = est["median"]["point_estimate"]
+        .as_f64()
+        .ok_or_else(|| format!("{}: no median", new.display()))?;
+    let samples = read("sample.json")
+        .ok()
+        .and_then(|s| s["iters"].as_array().map(Vec::len))
+        .unwrap_or(0);
+    Ok((id, median, samples))
+}
+
+/// Nanoseconds as a figure with four significant digits in ns, us, ms or s.
+fn scaled(ns: f64) -> (f64, &'static str) {
+    let (v, unit) = if ns >= 1e9 {
+        (ns / 1e9, "s")
+    } else if ns >= 1e6 {
+        (ns / 1e6, "ms")
+    } else if ns >= 1e3 {
+        (ns / 1e3, "us")
+    } else {
+        (ns, "ns")
+    };
+    let digits = 3 - v.abs().log10().floor().clamp(0.0, 3.0) as i32;
+    let scale = 10f64.powi(digits);
+    ((v * scale).round() / scale, unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_keep_four_digits_in_a_readable_unit() {
+        assert_eq!(scaled(149_012_345.0), (149.0, "ms"));
+        assert_eq!(scaled(1_428_700_000.0), (1.429, "s"));
+        assert_eq!(scaled(950.0), (950.0, "ns"));
+        assert_eq!(scaled(12_345.0), (12.35, "us"));
+    }
+
+    #[test]
+    fn criterion_folders_become_records() {
+        let root = std::env::temp_dir().join(format!("xtask-crit-{}", std::process::id()));
+        let new = root.join("target/criterion/cuda_msm_g1/sorted/24/new");
+        std::fs::create_dir_all(&new).unwrap();
+        std::fs::write(
+            new.join("benchmark.json"),
+            r#"{"full_id":"cuda_msm_g1/sorted/24"}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            new.join("estimates.json"),
+            r#"{"median":{"point_estimate":149012345.0}}"#,
+        )
+        .unwrap();
+        std::fs::write(new.join("sample.json"), r#"{"iters":[1,1,1]}"#).unwrap();
+        std::env::remove_var("CARGO_TARGET_DIR");
+        let args: Vec<String> = [
+            "--table",
+            "gpu-kernels",
+            "--out",
+            "r/gpu.jsonl",
+            "--filter",
+            "msm",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(run(&root, &args), Ok(1));
+        let recs = proofline_records::read_file(&root.join("r/gpu.jsonl")).unwrap();
+        assert_eq!(recs[0].case, "cuda_msm_g1/sorted/24");
+        assert_eq!((recs[0].ours, recs[0].unit.as_str()), (149.0, "ms"));
+        assert_eq!(recs[0].metric, "criterion's median of 3 samples");
+        let nothing: Vec<String> = ["--table", "t", "--out", "r/x.jsonl", "--filter", "ntt"]
+            .map(String::from)
+            .to_vec();
+        assert!(run(&root, &nothing).unwrap_err().contains("no benchmark"));
+        std::fs::remove_dir_all(root).unwrap();
+    }
+}
