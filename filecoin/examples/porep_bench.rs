@@ -142,7 +142,7 @@ fn main() -> Result<()> {
             // they are used) and verifies the proof before it returns. Twice in one process:
             // the second call finds the parameter file in filecoin-proofs' in-memory cache.
             let dir = dir()?;
-            for call in ["c2-filecoin-first", "c2-filecoin-second"] {
+            for step in ["c2-filecoin-first", "c2-filecoin-second"] {
                 let t = Instant::now();
                 let (config, c1, info) = read_c1(&dir)?;
                 let out = filecoin_proofs::seal_commit_phase2::<Tree2KiB>(
@@ -151,7 +151,7 @@ fn main() -> Result<()> {
                     info.prover_id()?,
                     SectorId::from(info.sector_id),
                 )?;
-                report(call, t, format!("proof_bytes {}", out.proof.len()));
+                report(step, t, format!("proof_bytes {}", out.proof.len()));
             }
         }
         _ => bail!("usage: porep_bench seal DIR | params-proofline | params-bellperson | c2-proofline DIR [PW] | c2-filecoin DIR"),

@@ -46,6 +46,13 @@ pub struct C2Args {
     /// disk (slow on large files; downloaded files were checked by digest when fetched).
     #[arg(long = "check-params")]
     pub check_params: bool,
+    /// Append a measurement record of this run (its wall seconds, with the date, commit,
+    /// machine and command) to this JSON Lines file, e.g. docs/records/filecoin.jsonl.
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// The docs table the record belongs to (`cargo xtask bench-tables`).
+    #[arg(long = "record-table", default_value = "c2", requires = "record")]
+    pub record_table: String,
     /// The engine and workload options (the workload is the C1 output's sector).
     #[command(flatten)]
     pub run: RunConfig,
@@ -54,7 +61,7 @@ pub struct C2Args {
 fn print_peaks<'a>(
     title: &str,
     names: impl Iterator<Item = &'a str>,
-    peaks: &std::collections::BTreeMap<String, crate::point::CountBytes>,
+    peaks: &std::collections::BTreeMap<String, crate::report::model::CountBytes>,
 ) {
     say!("{title}");
     for name in names {
@@ -149,7 +156,7 @@ pub fn print_outcome(o: &PointOutcome) {
         for d in &r.devices {
             say!(
                 "device {} memory: allocated peak {}, driver in use {} at open, peak {} ({} above the baseline)",
-                d.name,
+                d.engine.name,
                 b(d.allocated_peak_bytes),
                 b(d.driver_baseline_bytes),
                 b(d.driver_peak_bytes),
@@ -240,7 +247,8 @@ pub fn seal(sector_size: u64, out: &Path, force: bool) -> anyhow::Result<()> {
 
 /// `proofline c2`: every option checked first, the C1 output read and checked, the partitions
 /// proven through the engine, the proof written and checked by `verify_seal`.
-pub fn c2(args: C2Args) -> anyhow::Result<()> {
+pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
+    let started = Instant::now();
     let run = || -> anyhow::Result<()> {
         // Every option first: nothing below may take minutes and then fail on one.
         let cfg = RunConfig {
@@ -256,6 +264,9 @@ pub fn c2(args: C2Args) -> anyhow::Result<()> {
         };
         if let Some(out) = &args.out {
             files.outputs.push(("--out", out));
+        }
+        if let Some(record) = &args.record {
+            files.outputs.push(("--record", record));
         }
         crate::preflight::check(&cfg, &files)?;
         let (config, c1) = match porep::read_c1(&args.c1)? {
@@ -396,6 +407,19 @@ pub fn c2(args: C2Args) -> anyhow::Result<()> {
                 ""
             }
         );
+        if let Some(path) = &args.record {
+            let record = crate::records::c2_record(
+                &human_bytes(u64::from(config.sector_size)),
+                proofs.len(),
+                args.pw,
+                cfg.backend.name(),
+                started.elapsed().as_secs_f64(),
+                command_line,
+                &args.record_table,
+            );
+            crate::records::append_all(path, &[record]).map_err(anyhow::Error::msg)?;
+            say!("record appended to {}", path.display());
+        }
         Ok(())
     };
     run()

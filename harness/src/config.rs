@@ -154,15 +154,6 @@ fn gpu_selector(s: &str) -> Result<(), String> {
 /// witness is built before the clock starts.
 pub const MAX_RUN_PARTITIONS: usize = 4096;
 
-/// Checks a synthesis worker count (`--pw`).
-pub fn validate_pw(pw: usize) -> Result<(), String> {
-    let max = prover_core::runtime::engine::MAX_SLOTS;
-    if pw == 0 || pw > max {
-        return Err(format!("--pw {pw}: it must be between 1 and {max}"));
-    }
-    Ok(())
-}
-
 /// Everything a point of a sweep (or one `prove` run) needs, except the worker count: the
 /// command-line options (declared here once, flattened into every command), what `results.json`
 /// records under `config`, and what a sweep hands its child processes (as JSON).

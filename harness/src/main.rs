@@ -9,8 +9,9 @@ use harness::commands::{c2, print_outcome, seal, C2Args};
 use harness::config::RunConfig;
 use harness::console::{stdout_state, Stdout, CLOSED_PIPE_STATUS};
 use harness::outputs::write_file;
-use harness::point::{prepare, run_jobs, run_point, PointStatus};
+use harness::point::{prepare, run_jobs, run_point};
 use harness::preflight::{parameter_file, RunFiles};
+use harness::report::model::PointStatus;
 use harness::report::{timeline_csv, SweepConfig};
 use harness::signals::{interrupted, signal_name};
 use harness::sweep::{output_folder, run_sweep, summary, KILL_HOOK_ENV, PANIC_HOOK_ENV};
@@ -74,6 +75,13 @@ enum Cmd {
         /// Do not time the device's queues (cuda/opencl): the table's device busy is then `-`.
         #[arg(long = "no-device-trace", conflicts_with = "device_trace")]
         no_device_trace: bool,
+        /// Append a measurement record per point (seconds per proof, with the date, commit,
+        /// machine and command) to this JSON Lines file, e.g. docs/records/sweep.jsonl.
+        #[arg(long)]
+        record: Option<PathBuf>,
+        /// The docs table the records belong to (`cargo xtask bench-tables`).
+        #[arg(long = "record-table", default_value = "sweep", requires = "record")]
+        record_table: String,
         #[command(flatten)]
         run: RunConfig,
     },
@@ -189,12 +197,18 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             out,
             device_trace,
             no_device_trace,
+            record,
+            record_table,
             run,
         } => {
             let run = run
                 .normalized()
                 .with_device_trace(device_trace, no_device_trace);
-            harness::preflight::check(&run, &RunFiles::default())?;
+            let mut files = RunFiles::default();
+            if let Some(record) = &record {
+                files.outputs.push(("--record", record));
+            }
+            harness::preflight::check(&run, &files)?;
             let claim = output_folder(out.as_deref()).map_err(msg)?;
             let cfg = SweepConfig {
                 run,
@@ -210,6 +224,12 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             say!("{}", summary(results).trim_end());
             if let Err(e) = outcome.written {
                 anyhow::bail!("the results above could not all be written: {e}");
+            }
+            if let Some(path) = &record {
+                let records =
+                    harness::records::sweep_records(results, &command_line(), &record_table);
+                harness::records::append_all(path, &records).map_err(msg)?;
+                say!("{} record(s) appended to {}", records.len(), path.display());
             }
             let ok = results
                 .points
@@ -345,7 +365,7 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             anyhow::ensure!(o.result.proofs_failed == 0, "some proofs failed");
             Ok(())
         }
-        Cmd::C2(args) => c2(args),
+        Cmd::C2(args) => c2(args, &command_line()),
         Cmd::Synthetic(args) => harness::synthetic::synthetic(args),
         Cmd::Filecoin {
             cmd:
@@ -356,4 +376,10 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
                 },
         } => seal(sector_size, &out, force),
     }
+}
+
+/// This run's command line as a user typed it (`proofline` and its arguments), for records.
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    format!("proofline {}", args.join(" "))
 }

@@ -9,7 +9,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::config::RunConfig;
 use crate::outputs::{claim_folder, reason, write_file, FolderClaim};
-use crate::point::{PointResult, PointStatus};
+use crate::report::model::{PointResult, PointStatus};
 use crate::report::{
     points_csv, read_timelines, recommend, report_title, table, utc_now, write_svg, Host,
     SweepConfig, SweepResults, SCHEMA,

@@ -27,13 +27,22 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok(bytes.round() as u64)
 }
 
+/// Checks a synthesis worker count (`--pw`): between 1 and the engine's slot limit.
+fn validate_pw(pw: usize) -> Result<(), String> {
+    let max = prover_core::runtime::engine::MAX_SLOTS;
+    if pw == 0 || pw > max {
+        return Err(format!("--pw {pw}: it must be between 1 and {max}"));
+    }
+    Ok(())
+}
+
 /// Parses one worker count (`--pw` of `prove`, `c2`), bounded like a list's.
 pub fn parse_pw(s: &str) -> Result<usize, String> {
     let v: usize = s
         .trim()
         .parse()
         .map_err(|_| format!("`{s}` is not a worker count"))?;
-    crate::config::validate_pw(v)?;
+    validate_pw(v)?;
     Ok(v)
 }
 
@@ -46,7 +55,7 @@ pub fn parse_pw_list(s: &str) -> Result<Vec<usize>, String> {
             .trim()
             .parse()
             .map_err(|_| format!("`{x}` is not a worker count"))?;
-        crate::config::validate_pw(v)?;
+        validate_pw(v)?;
         Ok(v)
     };
     let mut out = if let Some((a, b)) = s.split_once("..") {

@@ -6,7 +6,8 @@
 
 use clap::Parser;
 use harness::config::RunConfig;
-use harness::point::{prepare, run_jobs, PointStatus};
+use harness::point::{prepare, run_jobs};
+use harness::report::model::PointStatus;
 
 #[derive(Parser)]
 struct Cli {

@@ -382,3 +382,68 @@ fn decodable_but_wrong_parameters_are_named_as_suspect() {
         "{stdout}\n{stderr}"
     );
 }
+
+/// `--record` appends one record per point that the docs' renderer reads (the date, commit,
+/// machine, command and seconds per proof); a record path that is a folder is refused before
+/// any point runs, and `--record-table` alone is a usage error.
+#[test]
+fn a_sweep_appends_its_records_and_refuses_a_bad_record_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sweep.jsonl");
+    let out = dir.path().join("out");
+    let args = |record: &Path| -> Vec<String> {
+        [
+            "sweep",
+            "--pw",
+            "1..2",
+            "--log2-constraints",
+            "8",
+            "--partitions",
+            "1",
+            "--jobs",
+            "1",
+            "--out",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([
+            out.display().to_string(),
+            "--record".into(),
+            record.display().to_string(),
+        ])
+        .collect()
+    };
+    let run = |args: &[String]| {
+        Command::new(env!("CARGO_BIN_EXE_proofline"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&args(&file));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let records = proofline_records::read_file(&file).unwrap();
+    assert_eq!(records.len(), 2);
+    for (r, pw) in records.iter().zip([1, 2]) {
+        assert!(r.case.ends_with(&format!(", pw {pw}")), "{}", r.case);
+        assert_eq!(r.table.as_deref(), Some("sweep"));
+        assert!(r.ours > 0.0 && r.unit == "s");
+        assert!(
+            r.command.starts_with("proofline sweep --pw 1..2"),
+            "{}",
+            r.command
+        );
+        assert_eq!(r.extra["proofs verified"], "1");
+    }
+    // Twin: a folder as the record file is refused before any point runs.
+    std::fs::remove_dir_all(&out).unwrap();
+    let o = run(&args(dir.path()));
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--record") && err.contains("is a folder"),
+        "{err}"
+    );
+    assert!(!out.exists(), "no point ran");
+    let o = run(&["sweep".into(), "--record-table".into(), "x".into()]);
+    assert_eq!(o.status.code(), Some(2));
+}

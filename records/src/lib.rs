@@ -12,4 +12,4 @@ pub mod record;
 pub mod render;
 
 pub use provenance::Provenance;
-pub use record::{append, read_dir, read_file, Peer, Record, RecordError};
+pub use record::{append, read_dir, read_file, significant, Peer, Record, RecordError};

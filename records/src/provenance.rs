@@ -37,8 +37,14 @@ impl Provenance {
     }
 }
 
-/// `YYYY-MM-DD` of a Unix time (the proleptic Gregorian calendar, UTC).
+/// `YYYY-MM-DD` of a Unix time (UTC).
 pub fn utc_date(unix_seconds: u64) -> String {
+    let (year, month, day) = civil_date(unix_seconds);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// The year, month and day of a Unix time (the proleptic Gregorian calendar, UTC).
+pub fn civil_date(unix_seconds: u64) -> (i64, u32, u32) {
     // Days since 1970-01-01 to a civil date (Howard Hinnant's `civil_from_days`).
     let z = (unix_seconds / 86_400) as i64 + 719_468;
     let era = z.div_euclid(146_097);
@@ -46,10 +52,9 @@ pub fn utc_date(unix_seconds: u64) -> String {
     let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 fn git(args: &[&str]) -> Option<std::process::Output> {
@@ -70,27 +75,42 @@ fn commit() -> String {
     }
 }
 
-fn machine() -> String {
+/// The processor's model name (`/proc/cpuinfo`), or the architecture where it is not given.
+pub fn cpu_model() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
+    cpuinfo
         .lines()
         .find_map(|l| l.strip_prefix("model name"))
         .and_then(|l| l.split_once(':'))
         .map(|(_, m)| m.trim().to_string())
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let kib = meminfo
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// The machine's memory in bytes (`MemTotal` of `/proc/meminfo`).
+pub fn memory_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    meminfo
         .lines()
         .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|l| l.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-    match kib {
-        Some(k) => format!(
-            "{model}, {cores} cores, {:.1} GiB",
-            k as f64 / (1024.0 * 1024.0)
+        .and_then(|l| l.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kib| kib * 1024)
+}
+
+/// The processor, its logical CPUs and the memory, in words.
+pub fn describe_machine(cpus: usize, memory: Option<u64>) -> String {
+    let model = cpu_model();
+    match memory {
+        Some(b) => format!(
+            "{model}, {cpus} cores, {:.1} GiB",
+            b as f64 / (1024.0 * 1024.0 * 1024.0)
         ),
-        None => format!("{model}, {cores} cores"),
+        None => format!("{model}, {cpus} cores"),
     }
+}
+
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    describe_machine(cpus, memory_bytes())
 }
 
 #[cfg(test)]

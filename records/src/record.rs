@@ -109,6 +109,15 @@ impl Record {
     }
 }
 
+/// `v` rounded to `digits` significant digits (figures are recorded as they are read).
+pub fn significant(v: f64, digits: i32) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let scale = 10f64.powi(digits - 1 - v.abs().log10().floor() as i32);
+    (v * scale).round() / scale
+}
+
 /// Appends `record` as one line to the JSON Lines file `path`, creating it (and its folder).
 pub fn append(path: &Path, record: &Record) -> Result<(), RecordError> {
     record.check().map_err(RecordError::Invalid)?;
@@ -209,6 +218,14 @@ mod tests {
         ));
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    #[test]
+    fn figures_keep_their_significant_digits() {
+        assert_eq!(significant(0.179079215, 4), 0.1791);
+        assert_eq!(significant(1428.7, 4), 1429.0);
+        assert_eq!(significant(12.345, 4), 12.35);
+        assert_eq!(significant(0.0, 4), 0.0);
     }
 
     #[test]

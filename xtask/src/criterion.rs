@@ -133,9 +133,7 @@ fn scaled(ns: f64) -> (f64, &'static str) {
     } else {
         (ns, "ns")
     };
-    let digits = 3 - v.abs().log10().floor().clamp(0.0, 3.0) as i32;
-    let scale = 10f64.powi(digits);
-    ((v * scale).round() / scale, unit)
+    (proofline_records::significant(v, 4), unit)
 }
 
 #[cfg(test)]

@@ -414,7 +414,7 @@ fn main() {
         std::process::exit(2);
     }
     if args.reps == 0 {
-        eprintln!("msm-bench: --reps 0: at least one timed call is needed for a median");
+        eprintln!("msm-bench: --reps 0: at least one timed run is needed for a median");
         std::process::exit(2);
     }
     println!("# msm <curve> <mix> <kernel> c=<window> run=<run> 2^<k> <median ms> <min ms> <runs>");

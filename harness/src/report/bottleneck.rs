@@ -11,7 +11,7 @@
 //! work between kernels.
 
 use crate::config::{BackendKind, RunConfig, SynthesisMode};
-use crate::point::PointResult;
+use crate::report::model::PointResult;
 
 /// At or above this share a stage counts as the bound.
 pub const BUSY: f64 = 0.9;
@@ -68,7 +68,7 @@ pub fn bottleneck(p: &PointResult, run: &RunConfig) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::point::{DevicePoint, PointResult};
+    use crate::report::model::{DevicePoint, PointResult};
     use clap::Parser;
 
     #[derive(Parser)]
@@ -82,7 +82,7 @@ mod tests {
     }
 
     fn point(workers: Option<f64>, devices: &[Option<f64>]) -> PointResult {
-        let mut p = PointResult::empty(1, crate::point::PointStatus::Ok);
+        let mut p = PointResult::empty(1, crate::report::model::PointStatus::Ok);
         p.accelerator_busy_fraction = workers;
         p.devices = devices
             .iter()

@@ -9,7 +9,7 @@ use prover_core::files::InputKind;
 use prover_core::runtime::sampler::Sample;
 
 use super::{read_timelines, report_title, SweepResults, SCHEMA};
-use crate::point::{PointResult, PointStatus};
+use crate::report::model::{PointResult, PointStatus};
 
 /// The unit that keeps the largest value readable: (divisor, name).
 fn byte_unit(max_bytes: u64) -> (f64, &'static str) {

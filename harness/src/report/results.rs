@@ -8,7 +8,7 @@ use prover_core::units::human_bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::config::RunConfig;
-use crate::point::{DevicePoint, PointResult, PointStatus};
+use crate::report::model::{DevicePoint, PointResult, PointStatus};
 
 /// The `schema` value of `results.json`.
 pub const SCHEMA: &str = "proofline.sweep.v1";
@@ -27,18 +27,9 @@ pub struct Host {
 impl Host {
     /// This machine.
     pub fn detect() -> Self {
-        let ram_bytes = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("MemTotal:"))
-                    .and_then(|l| l.split_whitespace().nth(1))
-                    .and_then(|k| k.parse::<u64>().ok())
-            })
-            .map_or(0, |k| k * 1024);
         Host {
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            ram_bytes,
+            ram_bytes: proofline_records::provenance::memory_bytes().unwrap_or(0),
             gpus: Vec::new(),
         }
     }
@@ -203,7 +194,7 @@ fn per_device(p: &PointResult, sep: &str, figure: impl Fn(&DevicePoint) -> Strin
 
 /// A device's workers' share of the wall time in the accelerator stage.
 fn workers_busy(d: &DevicePoint) -> String {
-    format!("{:.2}", d.busy_fraction)
+    format!("{:.2}", d.engine.busy_fraction)
 }
 
 /// A device's busy share of its own timeline (`-` untraced).
@@ -217,7 +208,7 @@ fn trace_busy(d: &DevicePoint) -> String {
 /// run untraced (`--no-device-trace`). Its workers' share counts their host work too: it read
 /// 0.97 while the device itself was 41% busy on the H200 (`docs/design-decisions.md#multiple-gpus`).
 fn device_busy_shown(d: &DevicePoint) -> String {
-    if d.trace_busy_fraction.is_none() && d.name.starts_with("cpu") {
+    if d.trace_busy_fraction.is_none() && d.engine.name.starts_with("cpu") {
         workers_busy(d)
     } else {
         trace_busy(d)
@@ -345,7 +336,7 @@ pub const REPLAY_NOTE: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::point::DevicePoint;
+    use crate::report::model::DevicePoint;
 
     fn point(pw: usize, ppm: f64, rss: u64, status: &str) -> PointResult {
         let status = match status {

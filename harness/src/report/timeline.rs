@@ -7,7 +7,7 @@ use prover_core::accounting::ledger::Stage;
 use prover_core::files::InputKind;
 use prover_core::runtime::sampler::Sample;
 
-use crate::point::PointResult;
+use crate::report::model::PointResult;
 
 /// `timeline-pw<N>.csv`.
 pub fn timeline_csv(samples: &[Sample]) -> String {

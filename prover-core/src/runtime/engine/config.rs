@@ -190,14 +190,16 @@ pub fn estimate_bytes(domain: usize, aux: usize, inputs: usize) -> (u64, u64) {
     (abc, rest)
 }
 
-/// Figures of one device of an engine's run.
-#[derive(Debug, Clone, PartialEq)]
+/// Figures of one device of an engine's run (serialized as the sweep's `results.json` records
+/// them under each point's `devices`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DeviceStats {
     /// The device's ordinal in its backend.
     pub device: usize,
     /// Its name (`cpu:0`, `cuda:1`).
     pub name: String,
     /// Accelerator workers on it.
+    #[serde(default)]
     pub workers: usize,
     /// Mean over its workers of the fraction of the time since the first submission spent in
     /// the accelerator stage on this device (fallback work excluded).
@@ -209,6 +211,7 @@ pub struct DeviceStats {
     /// Partitions it handed back or panicked on, or whose proof did not verify.
     pub failures: u64,
     /// Partitions whose proof, made from its sums, did not verify (counted in `failures` too).
+    #[serde(default)]
     pub rejected: u64,
     /// Partitions it took over from another device that handed them back.
     pub retried: u64,
