@@ -3,6 +3,7 @@
 //! verification ([`verify`]), the evaluation domain ([`domain`]) and public inputs
 //! ([`public`]).
 
+pub(crate) mod assembly;
 pub mod domain;
 pub(crate) mod encoding;
 pub mod generator;

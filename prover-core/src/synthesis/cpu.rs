@@ -1,12 +1,11 @@
 //! Synthesis on the CPU: bellpepper's constraint system, in bellperson's shape.
 
-use bellpepper_core::{
-    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
-};
+use bellpepper_core::{Circuit, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
 
 use crate::error::{Error, Result};
+use crate::groth16::assembly::{constraint_system, Assembly};
 use crate::groth16::shape::synthesize_in_bellperson_shape;
 use crate::stages::density::{into_canonical, Density};
 use crate::stages::{Evaluations, SynthesizedPartition, Synthesizer, Witness};
@@ -36,52 +35,35 @@ impl CircuitSize {
 pub fn circuit_size<C: Circuit<Scalar>>(circuit: C) -> Result<CircuitSize> {
     #[derive(Default)]
     struct Counter(CircuitSize);
-    impl ConstraintSystem<Scalar> for Counter {
-        type Root = Self;
-        fn new() -> Self {
-            Self::default()
-        }
-        fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    impl Assembly for Counter {
+        const EXTENSIBLE: bool = true;
+
+        fn alloc_aux<F>(&mut self, _: F) -> Result<Variable, SynthesisError>
         where
             F: FnOnce() -> Result<Scalar, SynthesisError>,
-            A: FnOnce() -> AR,
-            AR: Into<String>,
         {
             self.0.aux += 1;
             Ok(Variable::new_unchecked(Index::Aux(self.0.aux - 1)))
         }
-        fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+
+        fn alloc_input<F>(&mut self, _: F) -> Result<Variable, SynthesisError>
         where
             F: FnOnce() -> Result<Scalar, SynthesisError>,
-            A: FnOnce() -> AR,
-            AR: Into<String>,
         {
             self.0.inputs += 1;
             Ok(Variable::new_unchecked(Index::Input(self.0.inputs - 1)))
         }
-        fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+
+        fn enforce<N, LA, LB, LC>(&mut self, _: N, _: LA, _: LB, _: LC)
         where
-            A: FnOnce() -> AR,
-            AR: Into<String>,
+            N: FnOnce() -> String,
             LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
             LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
             LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         {
             self.0.constraints += 1;
         }
-        fn push_namespace<NR, N>(&mut self, _: N)
-        where
-            NR: Into<String>,
-            N: FnOnce() -> NR,
-        {
-        }
-        fn pop_namespace(&mut self) {}
-        fn get_root(&mut self) -> &mut Self::Root {
-            self
-        }
-        fn is_extensible() -> bool {
-            true
-        }
+
         fn extend(&mut self, other: &Self) {
             // The other system's first input is its own temporary ONE.
             self.0.constraints += other.0.constraints;
@@ -89,6 +71,8 @@ pub fn circuit_size<C: Circuit<Scalar>>(circuit: C) -> Result<CircuitSize> {
             self.0.inputs += other.0.inputs.saturating_sub(1);
         }
     }
+
+    constraint_system!(Counter {});
     let mut cs = Counter::default();
     synthesize_in_bellperson_shape(&mut cs, circuit, |cs| cs.0.inputs)?;
     Ok(cs.0)
@@ -194,18 +178,12 @@ fn eval(
     acc
 }
 
-impl ConstraintSystem<Scalar> for ProvingAssignment {
-    type Root = Self;
+impl Assembly for ProvingAssignment {
+    const EXTENSIBLE: bool = true;
 
-    fn new() -> Self {
-        Self::default()
-    }
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    fn alloc_aux<F>(&mut self, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         self.aux.push(f()?);
         self.a_aux_density.push_unset();
@@ -213,21 +191,18 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    fn alloc_input<F>(&mut self, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         self.input.push(f()?);
         self.b_input_density.push_unset();
         Ok(Variable::new_unchecked(Index::Input(self.input.len() - 1)))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, annotation: A, a: LA, b: LB, c: LC)
+    fn enforce<N, LA, LB, LC>(&mut self, annotation: N, a: LA, b: LB, c: LC)
     where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
+        N: FnOnce() -> String,
         LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
@@ -252,28 +227,11 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         );
         let vc = eval(&c, None, None, &self.input, &self.aux);
         if self.unsatisfied.is_none() && va * vb != vc {
-            self.unsatisfied = Some((self.a.len(), annotation().into()));
+            self.unsatisfied = Some((self.a.len(), annotation()));
         }
         self.a.push(va);
         self.b.push(vb);
         self.c.push(vc);
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-
-    fn is_extensible() -> bool {
-        true
     }
 
     fn extend(&mut self, other: &Self) {
@@ -299,8 +257,12 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
     }
 }
 
+constraint_system!(ProvingAssignment {});
+
 #[cfg(test)]
 mod tests {
+    use bellpepper_core::ConstraintSystem;
+
     use super::*;
 
     /// Synthesizes one constraint `x * (ONE or x) = y` in a child system merged with `extend`,

@@ -4,15 +4,14 @@
 
 use std::collections::HashMap;
 
-use bellpepper_core::{
-    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
-};
+use bellpepper_core::{Circuit, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 
 use super::matrices::{Matrices, SparseMatrix, CODE_MINUS_ONE, CODE_ONE, CODE_TABLE};
 use super::names::Names;
 use crate::error::Result;
+use crate::groth16::assembly::{constraint_system, Assembly};
 use crate::groth16::generator::AUX_TAG;
 use crate::groth16::shape::synthesize_in_bellperson_shape;
 
@@ -134,37 +133,28 @@ fn intern(table: &mut Vec<Scalar>, codes: &mut HashMap<[u8; 32], u32>, coeff: &S
     code
 }
 
-impl ConstraintSystem<Scalar> for Recorder {
-    type Root = Self;
+impl Assembly for Recorder {
+    const EXTENSIBLE: bool = true;
 
-    fn new() -> Self {
-        Self::default()
-    }
-
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    fn alloc_aux<F>(&mut self, _: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         self.aux += 1;
         Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    fn alloc_input<F>(&mut self, _: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         self.inputs += 1;
         Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, annotation: A, a: LA, b: LB, c: LC)
+    fn enforce<N, LA, LB, LC>(&mut self, annotation: N, a: LA, b: LB, c: LC)
     where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
+        N: FnOnce() -> String,
         LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
@@ -172,24 +162,7 @@ impl ConstraintSystem<Scalar> for Recorder {
         self.row(0, &a(LinearCombination::zero()));
         self.row(1, &b(LinearCombination::zero()));
         self.row(2, &c(LinearCombination::zero()));
-        self.names.push(&annotation().into());
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-
-    fn is_extensible() -> bool {
-        true
+        self.names.push(&annotation());
     }
 
     fn extend(&mut self, other: &Self) {
@@ -234,3 +207,5 @@ impl ConstraintSystem<Scalar> for Recorder {
         self.overflow |= other.overflow;
     }
 }
+
+constraint_system!(Recorder {});

@@ -12,6 +12,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use crate::error::Result;
+use crate::groth16::assembly::{constraint_system, Assembly};
 use crate::groth16::shape::synthesize_in_bellperson_shape;
 use crate::parallel;
 
@@ -85,18 +86,12 @@ impl Assignment {
     }
 }
 
-impl ConstraintSystem<Scalar> for Assignment {
-    type Root = Self;
+impl Assembly for Assignment {
+    const EXTENSIBLE: bool = true;
 
-    fn new() -> Self {
-        Self::default()
-    }
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    fn alloc_aux<F>(&mut self, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         let v = f()?;
         if self.aux.len() == self.aux.capacity() {
@@ -108,42 +103,22 @@ impl ConstraintSystem<Scalar> for Assignment {
         Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    fn alloc_input<F>(&mut self, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         self.input.push(f()?);
         Ok(Variable::new_unchecked(Index::Input(self.input.len() - 1)))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    fn enforce<N, LA, LB, LC>(&mut self, _: N, _: LA, _: LB, _: LC)
     where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
+        N: FnOnce() -> String,
         LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
         self.constraints += 1;
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-
-    fn is_extensible() -> bool {
-        true
     }
 
     fn extend(&mut self, other: &Self) {
@@ -155,20 +130,19 @@ impl ConstraintSystem<Scalar> for Assignment {
         self.constraints += other.constraints;
         self.bulk |= other.bulk;
     }
+}
 
+constraint_system!(Assignment {
     fn is_witness_generator(&self) -> bool {
         true
     }
-
     fn extend_inputs(&mut self, new_inputs: &[Scalar]) {
         self.input.extend_from_slice(new_inputs);
     }
-
     fn extend_aux(&mut self, new_aux: &[Scalar]) {
         self.close_stream();
         self.aux.extend_from_slice(new_aux);
     }
-
     fn allocate_empty(&mut self, aux_n: usize, inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
         self.bulk = true;
         let (a, i) = (self.aux.len(), self.input.len());
@@ -177,23 +151,19 @@ impl ConstraintSystem<Scalar> for Assignment {
         self.input.resize(i + inputs_n, Scalar::ZERO);
         (&mut self.aux[a..], &mut self.input[i..])
     }
-
     fn allocate_empty_inputs(&mut self, n: usize) -> &mut [Scalar] {
         self.allocate_empty(0, n).1
     }
-
     fn allocate_empty_aux(&mut self, n: usize) -> &mut [Scalar] {
         self.allocate_empty(n, 0).0
     }
-
     fn inputs_slice(&self) -> &[Scalar] {
         &self.input
     }
-
     fn aux_slice(&self) -> &[Scalar] {
         &self.aux
     }
-}
+});
 
 /// Assigns a circuit made of a common beginning and independent `parts` on all cores, appending
 /// to the witness generator `cs` the same inputs, aux values and constraint count as running the
