@@ -23,6 +23,8 @@
 //! C(r)` at a random point `r`; each dense MSM against the exact sum over
 //! bases of known logarithms, with one exponent changed as its negative twin.
 
+mod common;
+
 use std::time::Duration;
 
 use blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
@@ -383,5 +385,9 @@ fn benches(c: &mut Criterion) {
     }
 }
 
-criterion_group!(gpu, benches);
+criterion_group! {
+    name = gpu;
+    config = common::criterion();
+    targets = benches
+}
 criterion_main!(gpu);

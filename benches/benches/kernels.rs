@@ -1,6 +1,8 @@
 //! The CPU backend's NTT, 2^12 .. 2^18, and the GPU backends' host scan of a query's scalars
 //! (PoRep-like: 51% zero, 47% one), 2^18 .. 2^22. The MSMs are in `msm.rs`.
 
+mod common;
+
 use backend_cpu::ntt::{ntt, Domain};
 use blstrs::Scalar;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -48,5 +50,9 @@ fn bench_scan(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(kernels, bench_ntt, bench_scan);
+criterion_group! {
+    name = kernels;
+    config = common::criterion();
+    targets = bench_ntt, bench_scan
+}
 criterion_main!(kernels);

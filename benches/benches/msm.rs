@@ -4,6 +4,8 @@
 //! scalars, distinct bases with known logarithms: every engine's sum is checked against the
 //! exact answer before it is timed.
 
+mod common;
+
 use std::sync::Arc;
 
 use backend_cpu::msm::{msm_with, MsmEngine, MsmGroup};
@@ -71,5 +73,9 @@ fn bench_msm(c: &mut Criterion) {
     bench_group::<G2Projective>(c, "msm_g2");
 }
 
-criterion_group!(msm, bench_msm);
+criterion_group! {
+    name = msm;
+    config = common::criterion();
+    targets = bench_msm
+}
 criterion_main!(msm);

@@ -3,6 +3,8 @@
 //! partition proof (`check_proof`, what verification by default adds to each partition) at the
 //! same sizes, so that its share of a partition's proving time is read from one run.
 
+mod common;
+
 use std::sync::Arc;
 
 use backend_cpu::CpuBackend;
@@ -94,5 +96,9 @@ fn bench_check_proof(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(prove_benches, bench_partition_proof, bench_check_proof);
+criterion_group! {
+    name = prove_benches;
+    config = common::criterion();
+    targets = bench_partition_proof, bench_check_proof
+}
 criterion_main!(prove_benches);

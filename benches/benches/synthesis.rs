@@ -5,6 +5,8 @@
 //! workload's static memory for `pce` (the recorded matrices) and the bytes of a synthesized
 //! partition are printed once.
 
+mod common;
+
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -61,5 +63,9 @@ fn bench_porep(c: &mut Criterion) {
     both(c, "porep-2k", circuit);
 }
 
-criterion_group!(synthesis_benches, bench_dense, bench_porep);
+criterion_group! {
+    name = synthesis_benches;
+    config = common::criterion();
+    targets = bench_dense, bench_porep
+}
 criterion_main!(synthesis_benches);

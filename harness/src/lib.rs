@@ -12,6 +12,7 @@ pub mod params_cache;
 pub mod pce;
 pub mod point;
 pub mod preflight;
+pub mod profile;
 pub mod records;
 pub mod report;
 pub mod signals;

@@ -98,6 +98,11 @@ enum Cmd {
         /// Do not time the device's queues (cuda/opencl).
         #[arg(long = "no-device-trace", conflicts_with = "device_trace")]
         no_device_trace: bool,
+        /// Sample where the proving time goes (pprof, 199 samples a second, every thread, from
+        /// the first job to the last; parameter loading left out) and draw it as a flamegraph
+        /// to this SVG file.
+        #[arg(long)]
+        profile: Option<PathBuf>,
         #[command(flatten)]
         run: RunConfig,
     },
@@ -313,6 +318,7 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             pw,
             device_trace,
             no_device_trace,
+            profile,
             run,
         } => {
             let cfg = run
@@ -327,6 +333,9 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             if let (Some(csv), Some(svg)) = (&device_trace, &svg) {
                 files.outputs.push(("--device-trace", csv));
                 files.outputs.push(("--device-trace (its SVG)", svg));
+            }
+            if let Some(profile) = &profile {
+                files.outputs.push(("--profile", profile));
             }
             harness::preflight::check(&cfg, &files)?;
             let spec = cfg.workload();
@@ -346,8 +355,18 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
                 cfg.release.name(),
                 prepared.params_load_seconds,
             );
+            let sampler = profile
+                .as_ref()
+                .map(|_| harness::profile::Flamegraph::start())
+                .transpose()
+                .map_err(msg)?;
             let (o, _) = run_jobs(&cfg, pw, prepared, &mut |_, _| {})?;
             print_outcome(&o);
+            if let (Some(sampler), Some(path)) = (sampler, &profile) {
+                let title = format!("proofline prove, pw {pw}");
+                sampler.write(path, &title).map_err(msg)?;
+                say!("flamegraph written to {}", path.display());
+            }
             if let Some(path) = device_trace {
                 let title = format!(
                     "{}, 2^{}, pw {pw}, {} worker(s) a device",
