@@ -25,7 +25,7 @@ const INPUTS: usize = 4;
 fn cpu_stages() -> Stages<'static, CpuSynthesizer> {
     Stages {
         synthesizer: &CpuSynthesizer,
-        backend: &CpuBackend,
+        accelerator: &CpuBackend,
         finalizer: &CpuBackend,
     }
 }

@@ -32,12 +32,12 @@ fn same_bytes_with_precompiled_synthesis(
         .collect();
     let cs = Stages {
         synthesizer: &CpuSynthesizer,
-        backend: &CpuBackend,
+        accelerator: &CpuBackend,
         finalizer: &CpuBackend,
     };
     let with_pce = Stages {
         synthesizer: &pce,
-        backend: &CpuBackend,
+        accelerator: &CpuBackend,
         finalizer: &CpuBackend,
     };
     let a = prove_with_randomness(cs, &prepared, circuits.to_vec(), &rs).unwrap();

@@ -24,7 +24,7 @@ fn prove_bytes<S: Synthesizer>(
 ) -> Vec<u8> {
     let stages = Stages {
         synthesizer,
-        backend: &CpuBackend,
+        accelerator: &CpuBackend,
         finalizer: &CpuBackend,
     };
     Proof::many_to_bytes(&prove_with_randomness(stages, prepared, vec![circuit], &rs).unwrap())

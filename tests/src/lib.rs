@@ -1,6 +1,10 @@
 //! Helpers shared by proofline's integration tests: random satisfiable circuits, one-call
 //! proving with the CPU backend, and a fault-injecting test backend with emulated devices.
 
+/// The README, whose Rust example is compiled and run as this crate's doctest.
+#[doc = include_str!("../../README.md")]
+mod readme {}
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -164,7 +168,7 @@ pub fn accelerate_cpu(
 pub fn cpu_stages() -> Stages<'static, CpuSynthesizer> {
     Stages {
         synthesizer: &CpuSynthesizer,
-        backend: &CpuBackend,
+        accelerator: &CpuBackend,
         finalizer: &CpuBackend,
     }
 }

@@ -17,7 +17,7 @@ pub struct Stages<'a, S> {
     /// Stage 1.
     pub synthesizer: &'a S,
     /// Stage 2.
-    pub backend: &'a dyn Accelerator,
+    pub accelerator: &'a dyn Accelerator,
     /// Stage 3.
     pub finalizer: &'a dyn Finalizer,
 }
@@ -43,7 +43,7 @@ where
             ),
         });
     }
-    prepared.check_backend(stages.backend.name())?;
+    prepared.check_backend(stages.accelerator.name())?;
     let failed = |partition, stage| {
         move |e: Error| Error::PartitionFailed {
             partition,
@@ -51,7 +51,7 @@ where
             source: Box::new(e),
         }
     };
-    let mut worker = stages.backend.worker(0, 0)?;
+    let mut worker = stages.accelerator.worker(0, 0)?;
     // A private ledger: the backend registers its buffers somewhere, and nobody reads it.
     let ledger = StageLedger::new();
     let mut proofs = Vec::with_capacity(circuits.len());
