@@ -38,6 +38,7 @@ fn record(at: &Provenance, command: &str, table: &str, case: String) -> Record {
         peers: Vec::new(),
         extra: Default::default(),
         note: None,
+        headline: None,
     }
 }
 

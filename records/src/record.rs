@@ -39,6 +39,10 @@ pub struct Record {
     /// A short fact about the measurement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The figure's label among the README's headline figures (the latest record with a label
+    /// is shown under it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<String>,
 }
 
 /// A peer's figure for the same case.
@@ -200,6 +204,7 @@ pub(crate) fn sample(table: &str, case: &str, date: &str, ours: f64) -> Record {
         }],
         extra: BTreeMap::new(),
         note: None,
+        headline: None,
     }
 }
 

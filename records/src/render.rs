@@ -9,7 +9,9 @@
 //!
 //! and [`fill_document`] replaces what lies between them with the table rendered from the
 //! records whose `table` is that id: one row per case and machine, from its latest record (by
-//! date; on the same date, the later one in file order).
+//! date; on the same date, the later one in file order). The id `headlines` is the table of
+//! headline figures: one row per `headline` label, from its latest record, with the peer, the
+//! machine and a link to the record's file.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -19,6 +21,8 @@ use crate::record::Record;
 
 const BEGIN: &str = "<!-- table: ";
 const END: &str = "<!-- end table -->";
+/// The id of the headline figures' table.
+pub const HEADLINES: &str = "headlines";
 
 /// Records with the file each came from, in the order they were read.
 pub type Sourced<'a> = [(&'a Path, &'a Record)];
@@ -50,7 +54,12 @@ pub fn fill_document(text: &str, records: &Sourced, doc_dir: &Path) -> Result<St
                 return Err(RenderError::Unclosed { line, id });
             }
             out.push_str(line);
-            let rendered = render_table(&id, records, doc_dir).ok_or(RenderError::Unknown {
+            let rendered = if id == HEADLINES {
+                render_headlines(records, doc_dir)
+            } else {
+                render_table(&id, records, doc_dir)
+            };
+            let rendered = rendered.ok_or(RenderError::Unknown {
                 line: i + 1,
                 id: id.clone(),
             })?;
@@ -167,6 +176,40 @@ pub fn render_table(id: &str, records: &Sourced, doc_dir: &Path) -> Option<Strin
         })
         .collect();
     let _ = writeln!(t, "Records: {}.", links.join(", "));
+    Some(t)
+}
+
+/// The headline figures: one row per label, from its latest record.
+pub fn render_headlines(records: &Sourced, doc_dir: &Path) -> Option<String> {
+    let mut rows: Vec<(&Path, &Record)> = Vec::new();
+    for &(path, r) in records.iter().filter(|(_, r)| r.headline.is_some()) {
+        match rows.iter_mut().find(|(_, old)| old.headline == r.headline) {
+            Some(slot) if r.date >= slot.1.date => *slot = (path, r),
+            Some(_) => {}
+            None => rows.push((path, r)),
+        }
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    let mut t = String::from(
+        "| headline | proofline | peer | machine | measured |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for (path, r) in &rows {
+        let peer = r.peers.first().map_or(String::new(), |p| {
+            format!("{} {}", p.name, figure(p.value, &r.unit))
+        });
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {}, [record]({}) |",
+            escape(r.headline.as_deref().unwrap_or_default()),
+            figure(r.ours, &r.unit),
+            escape(&peer),
+            escape(&r.machine),
+            r.date,
+            relative(doc_dir, path)
+        );
+    }
     Some(t)
 }
 
@@ -321,6 +364,27 @@ mod tests {
                 id: "gone".into()
             })
         );
+    }
+
+    #[test]
+    fn headlines_show_the_latest_record_of_each_label() {
+        let mut old = sample("gpu", "G1 2^24", "2026-12-01", 160.0);
+        old.headline = Some("G1 MSM 2^24".into());
+        let mut new = sample("gpu", "G1 2^24", "2026-12-05", 149.0);
+        new.headline = old.headline.clone();
+        let plain = sample("gpu", "G1 2^22", "2026-12-09", 40.0);
+        let rs = [old, new, plain];
+        let t = render_headlines(&sourced(&rs), Path::new("")).unwrap();
+        assert_eq!(
+            t.lines().nth(2),
+            Some("| G1 MSM 2^24 | 149 ms | blst 298 ms | 2 cores | 2026-12-05, [record](docs/records/cpu.jsonl) |")
+        );
+        assert_eq!(t.lines().count(), 3);
+        let doc = "<!-- table: headlines -->\n<!-- end table -->\n";
+        assert!(fill_document(doc, &sourced(&rs), Path::new(""))
+            .unwrap()
+            .contains("149 ms"));
+        assert!(render_headlines(&sourced(&rs[2..]), Path::new("")).is_none());
     }
 
     #[test]

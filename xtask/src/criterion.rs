@@ -70,6 +70,7 @@ fn run(root: &Path, args: &[String]) -> Result<usize, String> {
             peers: Vec::new(),
             extra: Default::default(),
             note: None,
+            headline: None,
         };
         append(&root.join(&out), &record).map_err(|e| e.to_string())?;
         n += 1;
