@@ -410,6 +410,8 @@ fn a_sweep_appends_its_records_and_refuses_a_bad_record_path() {
             out.display().to_string(),
             "--record".into(),
             record.display().to_string(),
+            "--params-dir".into(),
+            dir.path().join("params").display().to_string(),
         ])
         .collect()
     };
