@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use proofline_records::{append, Provenance, Record};
 
-const USAGE: &str = "usage: cargo xtask record-criterion --table ID --out FILE [--filter TEXT] [--bench NAME] [--device NAME]";
+const USAGE: &str = "usage: cargo xtask record-criterion --table ID --out FILE [--filter TEXT] [--bench NAME] [--device NAME] [--machine TEXT] [--commit HASH] [--criterion DIR]";
 
 pub fn record(root: &Path, args: &[String]) -> ExitCode {
     match run(root, args) {
@@ -28,6 +28,10 @@ pub fn record(root: &Path, args: &[String]) -> ExitCode {
 fn run(root: &Path, args: &[String]) -> Result<usize, String> {
     let (mut table, mut out, mut filter, mut bench, mut device) =
         (None, None, String::new(), "gpu".to_string(), String::new());
+    // Where the benchmarks ran, when not here: the records of a run on another machine
+    // (its criterion folder copied back) name that machine and the commit it was built from.
+    let (mut machine, mut commit, mut folder): (Option<String>, Option<String>, Option<PathBuf>) =
+        (None, None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
@@ -37,19 +41,31 @@ fn run(root: &Path, args: &[String]) -> Result<usize, String> {
             "--filter" => filter = value()?,
             "--bench" => bench = value()?,
             "--device" => device = value()?,
+            "--machine" => machine = Some(value()?),
+            "--commit" => commit = Some(value()?),
+            "--criterion" => folder = Some(PathBuf::from(value()?)),
             other => return Err(format!("unknown option `{other}`")),
         }
     }
     let table = table.ok_or("--table is required")?;
     let out = out.ok_or("--out is required")?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let dir = target.join("criterion");
+    let dir = folder.unwrap_or_else(|| {
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"))
+            .join("criterion")
+    });
     let mut found = Vec::new();
     collect(&dir, &mut found).map_err(|e| format!("{}: {e}", dir.display()))?;
     found.sort();
-    let here = Provenance::here().with_device(&device);
+    let mut here = Provenance::here();
+    if let Some(m) = machine {
+        here.machine = m;
+    }
+    if let Some(c) = commit {
+        here.commit = c;
+    }
+    let here = here.with_device(&device);
     let mut n = 0;
     for new in found {
         let (id, median_ns, samples) = estimate(&new)?;
@@ -185,6 +201,38 @@ mod tests {
             .map(String::from)
             .to_vec();
         assert!(run(&root, &nothing).unwrap_err().contains("no benchmark"));
+        // A run elsewhere: its folder, machine and commit named.
+        let elsewhere: Vec<String> = [
+            "--table",
+            "gpu-kernels",
+            "--out",
+            "r/gpu.jsonl",
+            "--criterion",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([root.join("target/criterion").display().to_string()])
+        .chain(
+            [
+                "--machine",
+                "16 cores",
+                "--commit",
+                "abc1234",
+                "--device",
+                "H200",
+            ]
+            .map(String::from),
+        )
+        .collect();
+        let far = root.join("far");
+        let mut with_out = elsewhere.clone();
+        with_out[3] = far.join("gpu.jsonl").display().to_string();
+        assert_eq!(run(&root, &with_out), Ok(1));
+        let recs = proofline_records::read_file(&far.join("gpu.jsonl")).unwrap();
+        assert_eq!(
+            (recs[0].machine.as_str(), recs[0].commit.as_str()),
+            ("H200; 16 cores", "abc1234")
+        );
         std::fs::remove_dir_all(root).unwrap();
     }
 }
