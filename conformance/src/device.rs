@@ -869,7 +869,7 @@ pub fn check_engine_fallback(backend: Arc<dyn Accelerator>) -> EngineStats {
         .first()
         .expect("a device to test");
     let config = Config {
-        pw: 2,
+        synthesis_workers: 2,
         gpu_workers: 1,
         devices: vec![device],
         fallback: Some(Arc::new(CpuBackend)),

@@ -318,7 +318,7 @@ pub fn check_engine(backend: Arc<dyn Accelerator>, finalizer: Arc<dyn Finalizer>
     let pvk = prover_core::prepare_verifying_key(&params.vk);
     let devices = crate::device::test_devices(backend.device_count());
     let config = Config {
-        pw: 2,
+        synthesis_workers: 2,
         queue_depth: 2,
         devices: devices.clone(),
         gpu_workers: 2,

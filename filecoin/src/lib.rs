@@ -384,14 +384,20 @@ pub struct EngineRun {
     pub ledger: prover_core::accounting::ledger::Snapshot,
 }
 
-/// Proves `circuits` as one job through proofline's engine on the CPU backend with `pw`
-/// synthesis workers.
+/// Proves `circuits` as one job through proofline's engine on the CPU backend with
+/// `synthesis_workers` synthesis workers.
 pub fn prove_circuits<C: Circuit<blstrs::Scalar> + Send + 'static>(
     circuits: Vec<C>,
     params: Arc<Parameters>,
-    pw: usize,
+    synthesis_workers: usize,
 ) -> Result<EngineRun> {
-    prove_circuits_on(circuits, params, pw, Arc::new(CpuBackend), None)
+    prove_circuits_on(
+        circuits,
+        params,
+        synthesis_workers,
+        Arc::new(CpuBackend),
+        None,
+    )
 }
 
 /// Proves `circuits` as one job on `backend` (its first device), handing failed partitions to
@@ -399,14 +405,14 @@ pub fn prove_circuits<C: Circuit<blstrs::Scalar> + Send + 'static>(
 pub fn prove_circuits_on<C: Circuit<blstrs::Scalar> + Send + 'static>(
     circuits: Vec<C>,
     params: Arc<Parameters>,
-    pw: usize,
+    synthesis_workers: usize,
     backend: Arc<dyn Accelerator>,
     fallback: Option<Arc<dyn Accelerator>>,
 ) -> Result<EngineRun> {
     ensure!(!circuits.is_empty(), "a job without partitions");
     let engine: Engine<C, CpuSynthesizer> = Engine::new(
         prover_core::Config {
-            pw,
+            synthesis_workers,
             fallback,
             ..Default::default()
         },
@@ -438,7 +444,7 @@ pub fn prove_post<Tree: 'static + MerkleTreeTrait>(
     prover_id: ProverId,
     vanilla_proofs: &[FallbackPoStSectorProof<Tree>],
     params: Arc<Parameters>,
-    pw: usize,
+    synthesis_workers: usize,
 ) -> Result<Vec<u8>> {
     let run = prove_post_on::<Tree>(
         config,
@@ -446,7 +452,7 @@ pub fn prove_post<Tree: 'static + MerkleTreeTrait>(
         prover_id,
         vanilla_proofs,
         params,
-        pw,
+        synthesis_workers,
         Arc::new(CpuBackend),
     )?;
     Ok(Proof::many_to_bytes(&run.proofs))
@@ -460,10 +466,10 @@ pub fn prove_post_on<Tree: 'static + MerkleTreeTrait>(
     prover_id: ProverId,
     vanilla_proofs: &[FallbackPoStSectorProof<Tree>],
     params: Arc<Parameters>,
-    pw: usize,
+    synthesis_workers: usize,
     backend: Arc<dyn Accelerator>,
 ) -> Result<EngineRun> {
     let circuits = post_circuits::<Tree>(config, randomness, prover_id, vanilla_proofs)?;
     let (circuits, _inputs): (Vec<_>, Vec<_>) = circuits.into_iter().unzip();
-    prove_circuits_on(circuits, params, pw, backend, None)
+    prove_circuits_on(circuits, params, synthesis_workers, backend, None)
 }

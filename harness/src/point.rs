@@ -196,7 +196,7 @@ pub fn run_jobs(
     let backends = crate::backend::open(cfg)?;
     let pvk = prepare_verifying_key(&params.vk);
     let config = Config {
-        pw,
+        synthesis_workers: pw,
         release: cfg.release.into(),
         queue_depth: cfg.queue_depth,
         gpu_workers: cfg.gpu_workers,

@@ -81,7 +81,7 @@ fn run(
 fn two_devices_with_two_workers_each_share_the_work_and_report_apart() {
     let backend = TestBackend::with_devices(Gate::opened(), vec![], vec![None, None]);
     let config = Config {
-        pw: 3,
+        synthesis_workers: 3,
         queue_depth: 2,
         devices: vec![0, 1],
         gpu_workers: 2,
@@ -185,7 +185,7 @@ fn a_device_that_fails_everything_is_taken_out_and_the_fallback_stays_bounded() 
     let budget = 3 * (abc + pinned + rest);
     let (pw, qd, depth) = (3, 2, 2);
     let config = Config {
-        pw,
+        synthesis_workers: pw,
         queue_depth: qd,
         synthesis_threads: 2,
         finalizer_threads: 1,
@@ -230,7 +230,7 @@ fn a_device_that_fails_everything_is_taken_out_and_the_fallback_stays_bounded() 
 fn every_nth_failure_with_the_fallback_loses_nothing() {
     let backend = TestBackend::with_devices(Gate::opened(), vec![], vec![Some(3)]);
     let config = Config {
-        pw: 2,
+        synthesis_workers: 2,
         synthesis_threads: 2,
         finalizer_threads: 1,
         fallback: Some(Arc::new(CpuBackend)),
@@ -285,7 +285,7 @@ fn configurations_that_cannot_run_are_refused_before_anything_starts() {
             ..Config::default()
         },
         Config {
-            pw: 0,
+            synthesis_workers: 0,
             ..Config::default()
         },
         Config {

@@ -79,7 +79,7 @@ fn check_job(pvk: &PreparedVerifyingKey, job: usize, proofs: &[prover_core::Proo
 /// saturated, then open; returns the peak of Synthesizing + AwaitingAccelerator.
 fn run(config: Config, jobs: usize, partitions: usize) -> u64 {
     let (prepared, pvk) = setup();
-    let (pw, qd) = (config.pw, config.queue_depth);
+    let (pw, qd) = (config.synthesis_workers, config.queue_depth);
     let gate = Gate::closed();
     let engine = engine(config, gate.clone(), vec![]);
     let handles: Vec<_> = (0..jobs)
@@ -108,7 +108,7 @@ proptest! {
 
     #[test]
     fn after_handoff_bounds_the_synthesis_side(pw in 1usize..5, qd in 1usize..3, jobs in 1usize..4, partitions in 1usize..6) {
-        let config = Config { pw, queue_depth: qd, synthesis_threads: 2, finalizer_threads: 1, ..Config::default() };
+        let config = Config { synthesis_workers: pw, queue_depth: qd, synthesis_threads: 2, finalizer_threads: 1, ..Config::default() };
         let peak = run(config, jobs, partitions);
         prop_assert!(peak as usize <= pw + qd, "peak {} > pw {} + queue {}", peak, pw, qd);
     }
@@ -120,7 +120,7 @@ proptest! {
         // The test backend's pinned staging is reserved with the partition.
         let pinned = TestBackend::new(Gate::opened(), vec![]).partition_host_bytes(prepared.params());
         let budget = partitions_per_budget * (abc + pinned + rest);
-        let config = Config { pw, mem_budget: Some(BudgetSize::Bytes(budget)), synthesis_threads: 2, finalizer_threads: 1, ..Config::default() };
+        let config = Config { synthesis_workers: pw, mem_budget: Some(BudgetSize::Bytes(budget)), synthesis_threads: 2, finalizer_threads: 1, ..Config::default() };
         let engine = engine(config, Gate::opened(), vec![]);
         let h = submit(&engine, &prepared, 0, partitions);
         check_job(&pvk, 0, &h.wait().unwrap());
@@ -149,7 +149,7 @@ fn given_back_abc_stays_in_the_ledger_until_the_finalizer_frees_it() {
         .heap_bytes() as u64;
     assert!(abc > 0 && abc <= estimate_partition_bytes(prepared.params()).0);
     let config = || Config {
-        pw: 2,
+        synthesis_workers: 2,
         synthesis_threads: 2,
         finalizer_threads: 1,
         ..Config::default()
@@ -187,7 +187,7 @@ fn after_synthesis_piles_up_in_front_of_a_held_accelerator() {
     let (pw, qd, total) = (2, 1, 12);
     let gate = Gate::closed();
     let config = Config {
-        pw,
+        synthesis_workers: pw,
         queue_depth: qd,
         release: ReleasePolicy::AfterSynthesis,
         synthesis_threads: 2,
@@ -226,7 +226,7 @@ fn failing_partitions_fail_their_job_only() {
     ];
     let engine = engine(
         Config {
-            pw: 3,
+            synthesis_workers: 3,
             ..Config::default()
         },
         Gate::opened(),
@@ -324,7 +324,7 @@ fn cancelling_a_job_frees_everything() {
     let gate = Gate::closed();
     let engine = engine(
         Config {
-            pw: 2,
+            synthesis_workers: 2,
             ..Config::default()
         },
         gate.clone(),
@@ -363,7 +363,7 @@ fn permits_go_oldest_job_first_lowest_partition_first() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let gate = Gate::closed();
     let config = Config {
-        pw: 1,
+        synthesis_workers: 1,
         synthesis_threads: 1,
         ..Config::default()
     };
@@ -404,7 +404,7 @@ fn a_thousand_partitions_none_lost_and_bounded() {
     let (prepared, pvk) = setup();
     let (pw, qd) = (4, 2);
     let config = Config {
-        pw,
+        synthesis_workers: pw,
         queue_depth: qd,
         gpu_workers: 2,
         ..Config::default()
@@ -452,7 +452,7 @@ fn the_cpu_quotient_s_growth_of_abc_to_the_domain_is_counted() {
         let growth = 3 * (params.domain_size() as u64 - len) * 32;
         let engine: Engine<DenseCircuit, CpuSynthesizer> = Engine::new(
             Config {
-                pw: 1,
+                synthesis_workers: 1,
                 synthesis_threads: 1,
                 finalizer_threads: 1,
                 ..Config::default()
@@ -525,7 +525,7 @@ fn synthesis_runs_on_its_own_threads_and_its_parallel_parts_in_the_pool() {
     let (prepared, pvk) = setup();
     let runs = Arc::new(Mutex::new(Vec::new()));
     let config = Config {
-        pw: 3,
+        synthesis_workers: 3,
         synthesis_threads: 2,
         ..Config::default()
     };

@@ -137,7 +137,7 @@ fn a_device_whose_proofs_keep_failing_goes_out_of_service() {
     let backend = Arc::new(TestBackend::new(Gate::opened(), rules));
     let config = Config {
         max_device_failures: 2,
-        pw: 1,
+        synthesis_workers: 1,
         ..with_fallback()
     };
     let (outcome, stats) = prove(backend, config, params.clone(), 6);

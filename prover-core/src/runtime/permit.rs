@@ -1,5 +1,5 @@
 //! One permit type for the engine: a weighted counting semaphore with RAII permits. Synthesis
-//! permits (weight 1 of `pw`), accelerator queue slots (1 of `queue_depth`), fallback slots and
+//! permits (weight 1 of `synthesis_workers`), accelerator queue slots (1 of `queue_depth`), fallback slots and
 //! budget bytes (weight = bytes, counted in a `u64`: no unit conversion, no overflow at hundreds
 //! of GiB) are all this type.
 

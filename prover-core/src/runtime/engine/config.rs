@@ -39,8 +39,9 @@ pub const MAX_SLOTS: usize = 1 << 16;
 /// The engine's knobs.
 #[derive(Clone)]
 pub struct Config {
-    /// Synthesis permits: partitions between the start of synthesis and the hand-off.
-    pub pw: usize,
+    /// Synthesis workers (the command line's `--pw`): the synthesis permits, partitions between
+    /// the start of synthesis and the hand-off.
+    pub synthesis_workers: usize,
     /// When the permit is given back.
     pub release: ReleasePolicy,
     /// Slots of the accelerator queue (>= 1), shared by every device.
@@ -77,7 +78,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            pw: 4,
+            synthesis_workers: 4,
             release: ReleasePolicy::AfterHandoff,
             queue_depth: 1,
             devices: vec![0],
@@ -97,7 +98,7 @@ impl Default for Config {
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
-            .field("pw", &self.pw)
+            .field("synthesis_workers", &self.synthesis_workers)
             .field("release", &self.release)
             .field("queue_depth", &self.queue_depth)
             .field("devices", &self.devices)
@@ -127,7 +128,7 @@ impl Config {
             })
         };
         for (name, v, max) in [
-            ("pw", self.pw, MAX_SLOTS),
+            ("synthesis_workers", self.synthesis_workers, MAX_SLOTS),
             ("queue_depth", self.queue_depth, MAX_SLOTS),
             ("gpu_workers", self.gpu_workers, MAX_THREADS),
             ("fallback_threads", self.fallback_threads, MAX_THREADS),

@@ -3,7 +3,7 @@
 //! device routing with a bounded fallback, and every partition in the stage ledger.
 //!
 //! Threads and pools, each named so that a profile shows which stage burns the cores:
-//! - `proofline-dispatch` grants synthesis permits (`pw`) oldest job first, lowest partition
+//! - `proofline-dispatch` grants synthesis permits (`synthesis_workers`) oldest job first, lowest partition
 //!   first, and reserves each partition's bytes from the budget before its synthesis starts;
 //! - synthesis runs on the `proofline-synth-<i>` threads, one task per partition, its parallel
 //!   parts in the `proofline-synth-par` rayon pool (as many threads each: [`crate::parallel`]
@@ -93,7 +93,7 @@ struct Core {
     finalizer: Arc<dyn Finalizer>,
     ledger: StageLedger,
     budget: Option<MemoryBudget>,
-    /// Synthesis permits (`pw`).
+    /// Synthesis permits (`synthesis_workers`).
     permits: Semaphore,
     /// Accelerator queue slots (`queue_depth`).
     slots: Semaphore,
@@ -217,7 +217,7 @@ where
             .map(|&d| DeviceState::new(d, backend.device_name(d), config.gpu_workers))
             .collect();
         let core = Arc::new(Core {
-            permits: Semaphore::new(config.pw as u64),
+            permits: Semaphore::new(config.synthesis_workers as u64),
             slots: Semaphore::new(config.queue_depth as u64),
             fallback_slots: config
                 .fallback

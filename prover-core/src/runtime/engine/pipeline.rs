@@ -38,7 +38,7 @@ pub(super) fn dispatch<C, S>(
     let core = shared.core.clone();
     loop {
         let Some(permit) = core.permits.acquire(1) else {
-            return; // pw >= 1 is validated: unreachable
+            return; // synthesis_workers >= 1 is validated: unreachable
         };
         let next = {
             let mut pending = lock(&shared.pending);
