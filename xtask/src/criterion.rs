@@ -3,14 +3,60 @@
 //! Criterion keeps each benchmark's latest run under
 //! `target/criterion/<group>/<function>[/<parameter>]/new/` (`benchmark.json` names it,
 //! `estimates.json` holds the median in nanoseconds). One record per benchmark whose id
-//! contains the filter; the command recorded is the `cargo bench` run the caller names.
+//! contains the filter; the command recorded is the `cargo bench` run the caller names. A peer's
+//! figure measured beside it is given per benchmark: `--peer sppark:ID=154.1ms`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use proofline_records::{append, Provenance, Record};
+use proofline_records::{append, Peer, Provenance, Record};
 
-const USAGE: &str = "usage: cargo xtask record-criterion --table ID --out FILE [--filter TEXT] [--bench NAME] [--device NAME] [--machine TEXT] [--commit HASH] [--criterion DIR]";
+/// A peer's figure for one benchmark, in nanoseconds.
+#[derive(Debug, PartialEq)]
+struct PeerFigure {
+    name: String,
+    id: String,
+    ns: f64,
+}
+
+/// `NAME:ID=VALUE` with the value's unit (`154.1ms`).
+fn parse_peer(s: &str) -> Result<PeerFigure, String> {
+    let bad = || format!("--peer {s}: expected NAME:BENCHMARK_ID=VALUE with ns, us, ms or s");
+    let (name, rest) = s.split_once(':').ok_or_else(bad)?;
+    let (id, value) = rest.rsplit_once('=').ok_or_else(bad)?;
+    let split = value
+        .find(|c: char| c.is_ascii_alphabetic())
+        .ok_or_else(bad)?;
+    let (number, unit) = value.split_at(split);
+    let v: f64 = number.parse().map_err(|_| bad())?;
+    if name.is_empty() || id.is_empty() || !(v.is_finite() && v > 0.0) {
+        return Err(bad());
+    }
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(bad()),
+    };
+    Ok(PeerFigure {
+        name: name.into(),
+        id: id.into(),
+        ns: v * scale,
+    })
+}
+
+/// Nanoseconds in one `unit` (one of [`scaled`]'s).
+fn unit_ns(unit: &str) -> f64 {
+    match unit {
+        "s" => 1e9,
+        "ms" => 1e6,
+        "us" => 1e3,
+        _ => 1.0,
+    }
+}
+
+const USAGE: &str = "usage: cargo xtask record-criterion --table ID --out FILE [--filter TEXT] [--bench NAME] [--device NAME] [--machine TEXT] [--commit HASH] [--criterion DIR] [--peer NAME:ID=VALUE(ns|us|ms|s)]...";
 
 pub fn record(root: &Path, args: &[String]) -> ExitCode {
     match run(root, args) {
@@ -32,6 +78,7 @@ fn run(root: &Path, args: &[String]) -> Result<usize, String> {
     // (its criterion folder copied back) name that machine and the commit it was built from.
     let (mut machine, mut commit, mut folder): (Option<String>, Option<String>, Option<PathBuf>) =
         (None, None, None);
+    let mut peers: Vec<PeerFigure> = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
@@ -44,6 +91,7 @@ fn run(root: &Path, args: &[String]) -> Result<usize, String> {
             "--machine" => machine = Some(value()?),
             "--commit" => commit = Some(value()?),
             "--criterion" => folder = Some(PathBuf::from(value()?)),
+            "--peer" => peers.push(parse_peer(&value()?)?),
             other => return Err(format!("unknown option `{other}`")),
         }
     }
@@ -79,11 +127,18 @@ fn run(root: &Path, args: &[String]) -> Result<usize, String> {
             machine: here.machine.clone(),
             command: format!("cargo bench -p proofline-benches --bench {bench} -- '{id}'"),
             table: Some(table.clone()),
-            case: id,
+            case: id.clone(),
             metric: format!("criterion's median of {samples} samples"),
             unit: unit.into(),
             ours: value,
-            peers: Vec::new(),
+            peers: peers
+                .iter()
+                .filter(|p| p.id == id)
+                .map(|p| Peer {
+                    name: p.name.clone(),
+                    value: proofline_records::significant(p.ns / unit_ns(unit), 4),
+                })
+                .collect(),
             extra: Default::default(),
             note: None,
             headline: None,
@@ -166,6 +221,28 @@ mod tests {
     }
 
     #[test]
+    fn peer_figures_are_parsed_with_their_units() {
+        assert_eq!(
+            parse_peer("sppark:cuda_msm_g1/sorted/24=154.1ms"),
+            Ok(PeerFigure {
+                name: "sppark".into(),
+                id: "cuda_msm_g1/sorted/24".into(),
+                ns: 154.1e6
+            })
+        );
+        for bad in [
+            "sppark=1ms",
+            "sppark:x=1",
+            "sppark:x=ms",
+            "sppark:x=-1ms",
+            ":x=1ms",
+            "s:x=1h",
+        ] {
+            assert!(parse_peer(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn criterion_folders_become_records() {
         let root = std::env::temp_dir().join(format!("xtask-crit-{}", std::process::id()));
         let new = root.join("target/criterion/cuda_msm_g1/sorted/24/new");
@@ -197,6 +274,13 @@ mod tests {
         assert_eq!(recs[0].case, "cuda_msm_g1/sorted/24");
         assert_eq!((recs[0].ours, recs[0].unit.as_str()), (149.0, "ms"));
         assert_eq!(recs[0].metric, "criterion's median of 3 samples");
+        assert_eq!(
+            recs[0].peers,
+            vec![Peer {
+                name: "sppark".into(),
+                value: 154.1
+            }]
+        );
         let nothing: Vec<String> = ["--table", "t", "--out", "r/x.jsonl", "--filter", "ntt"]
             .map(String::from)
             .to_vec();
