@@ -266,6 +266,10 @@ mod tests {
             "r/gpu.jsonl",
             "--filter",
             "msm",
+            "--peer",
+            "sppark:cuda_msm_g1/sorted/24=154.116ms",
+            "--peer",
+            "sppark:cuda_msm_g1/sorted/22=40ms",
         ]
         .map(String::from)
         .to_vec();
