@@ -10,8 +10,10 @@
 #   PEER       the sppark-bench folder (a copy of ../shared/peers/sppark-bench)
 #                                                                  default .gpu/peers/sppark-bench
 #   GPU_SETS   device sets, space-separated (`--gpus` syntax)       default "0"
-#   OUT        where the logs go, and each sweep's results.json,
-#              results.csv and report.svg                           default target/gpus
+#   OUT        where the logs go, each sweep's results.json,
+#              results.csv and report.svg, the measurement records
+#              (records.jsonl: porep and c2) and the benchmarks'
+#              criterion folder (bench)                             default target/gpus
 #   WORK       where the sweeps write everything (timelines, logs)  default /tmp/gpus
 #   WORKERS    accelerator workers per device (--gpu-workers)       default 2
 #   LOG2       the dense workload's 2^K constraints                 default 22
@@ -98,7 +100,8 @@ for s in "$@"; do
       for g in $GPU_SETS; do
         rm -rf "$WORK/porep-g$g"
         step "$OUT/porep-g$g.txt" "$PL" sweep --backend cuda --gpu-workers "$WORKERS" \
-          --circuit porep-2k --jobs "$POREP_JOBS" --pw 4 --gpus "$g" --out "$WORK/porep-g$g"
+          --circuit porep-2k --jobs "$POREP_JOBS" --pw 4 --gpus "$g" --out "$WORK/porep-g$g" \
+          --record "$OUT/records.jsonl" --record-table gpu-pipeline
         keep "porep-g$g"
       done
       ;;
@@ -106,7 +109,8 @@ for s in "$@"; do
       rm -rf /tmp/c1-2k
       step "$OUT/seal.txt" "$PL" filecoin seal --sector-size 2KiB --out /tmp/c1-2k
       for d in $(devices); do
-        step "$OUT/c2-dev$d.txt" "$PL" c2 --c1 /tmp/c1-2k/c1.json --backend cuda --gpus "$d"
+        step "$OUT/c2-dev$d.txt" "$PL" c2 --c1 /tmp/c1-2k/c1.json --backend cuda --gpus "$d" \
+          --record "$OUT/records.jsonl" --record-table gpu-pipeline
       done
       ;;
     production)
@@ -119,6 +123,8 @@ for s in "$@"; do
       PROOFLINE_GPU_BENCH=full PROOFLINE_GPU_BENCH_API=cuda \
         step "$OUT/bench.txt" "$BIN/gpu-bench" --bench "${BENCH_FILTER:-}" \
         --warm-up-time 1 --measurement-time 3 --sample-size 10
+      # For `cargo xtask record-criterion --criterion $OUT/criterion` on the build machine.
+      rm -rf "$OUT/criterion" && cp -r target/criterion "$OUT/criterion" 2>/dev/null
       ;;
     peer)
       G1_SIZES=24,27 NTT_SIZES=27 G2_SIZES=22,24 TOTAL_BUDGET=${PEER_BUDGET:-300} \
