@@ -14,20 +14,18 @@ use std::sync::Arc;
 
 use blstrs::Scalar;
 use cudarc::driver::result as cu;
-use cudarc::driver::sys::{
-    CUdevice_attribute, CUdeviceptr, CUevent, CUevent_flags, CUevent_wait_flags, CUstream,
-};
+use cudarc::driver::sys::{CUdevice_attribute, CUdeviceptr, CUevent_wait_flags, CUstream};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use gpu_core::device::{
     check_aligned, check_copy, Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue, RawBuffer,
 };
-use gpu_core::trace::{QueueSpan, Recorder};
+use gpu_core::trace::{Pending, QueueSpan, Recorder};
 use prover_core::SpanKind;
 
-fn err(during: impl Into<String>) -> impl FnOnce(cu::DriverError) -> DeviceError {
-    let during = during.into();
-    move |e| DeviceError::new(during, format!("{e:?}"))
-}
+pub use crate::event::Event;
+use crate::event::{err, record_mark};
+use crate::staging::Staging;
+pub use crate::staging::{STAGED_MIN, STAGING_HALF};
 
 /// Each kernel's module, by kernel name.
 type Kernels = Arc<HashMap<String, Arc<CudaModule>>>;
@@ -42,56 +40,6 @@ pub struct CudaDevice {
     /// The device clock's zero for traces: an event recorded when the device was opened.
     epoch: Arc<Event>,
 }
-
-/// A CUDA event that may cross threads (events are driver handles, usable from any thread of
-/// the context), destroyed when dropped.
-struct Event(CUevent);
-
-// SAFETY: an event handle is not tied to a thread; every use binds the context first.
-unsafe impl Send for Event {}
-// SAFETY: after it is recorded (in `open`) the epoch is only read (`cuEventElapsedTime`).
-unsafe impl Sync for Event {}
-
-impl Event {
-    /// A timing event in the current context.
-    fn new() -> DeviceResult<Self> {
-        cu::event::create(CUevent_flags::CU_EVENT_DEFAULT)
-            .map(Event)
-            .map_err(err("creating an event"))
-    }
-
-    /// An event for ordering only (not timed: cheaper to record and wait for).
-    fn plain() -> DeviceResult<Self> {
-        cu::event::create(CUevent_flags::CU_EVENT_DISABLE_TIMING)
-            .map(Event)
-            .map_err(err("creating an event"))
-    }
-
-    /// Milliseconds from `self` to `later` (both recorded and complete).
-    fn ms_to(&self, later: &Event) -> DeviceResult<f64> {
-        // SAFETY: two live timing events of this context, both complete (the caller waited).
-        unsafe { cu::event::elapsed(self.0, later.0) }
-            .map(f64::from)
-            .map_err(err("timing an event"))
-    }
-}
-
-impl Drop for Event {
-    fn drop(&mut self) {
-        // SAFETY: destroyed once; a pending event's resources are released when it completes.
-        let _ = unsafe { cu::event::destroy(self.0) };
-    }
-}
-
-/// Bytes of each half of a queue's pinned staging buffer.
-pub const STAGING_HALF: usize = 32 << 20;
-
-/// Bytes each thread copies into a staging half (one thread copied at about 8 GB/s on the
-/// H200's host, a sixth of what the link takes: a 2^24-scalar witness took 67 ms to upload).
-const COPY_PIECE: usize = 2 << 20;
-
-/// Copies of at least this many bytes go through the pinned staging buffer.
-pub const STAGED_MIN: usize = 1 << 20;
 
 impl CudaDevice {
     /// Opens device `ordinal` and loads each kernel's CUBIN (made for its architecture).
@@ -361,133 +309,6 @@ impl CudaQueue {
     }
 }
 
-/// A pinned host buffer of two halves of [`STAGING_HALF`] bytes, with an event per half marking
-/// the end of the last copy out of it.
-struct Staging {
-    ctx: Arc<CudaContext>,
-    ptr: *mut u8,
-    events: [CUevent; 2],
-}
-
-// SAFETY: the pinned memory and the events belong to the queue that owns them; a queue is used
-// by one thread at a time (it is `Send`, not `Sync`).
-unsafe impl Send for Staging {}
-
-impl Staging {
-    fn new(ctx: &Arc<CudaContext>) -> DeviceResult<Self> {
-        ctx.bind_to_thread().map_err(err("binding the context"))?;
-        let event = || {
-            cu::event::create(CUevent_flags::CU_EVENT_DISABLE_TIMING)
-                .map_err(err("creating an event"))
-        };
-        let events = [event()?, event()?];
-        // SAFETY: a plain page-locked allocation, freed once in `drop`.
-        let ptr = unsafe { cu::malloc_host(2 * STAGING_HALF, 0) }
-            .map_err(err(format!("pinning {} of host memory", 2 * STAGING_HALF)))?;
-        Ok(Staging {
-            ctx: ctx.clone(),
-            ptr: ptr.cast(),
-            events,
-        })
-    }
-
-    /// Copies `src` to `dst` through the two halves: the host fills one while the other's DMA
-    /// runs. Returns when everything is queued. Each half is refilled only once its last copy
-    /// has run, whichever write and stream queued that copy: a copy beside the queue's kernels
-    /// returns with its last halves' copies still queued behind whatever its stream waits for.
-    /// `dst` must have room for `src` (the queue checks the range against its buffer first).
-    /// `first` is called once, right before the first DMA is queued (for the copy's start
-    /// mark, which this returns).
-    fn write(
-        &mut self,
-        stream: CUstream,
-        dst: CUdeviceptr,
-        src: &[u8],
-        first: &mut dyn FnMut() -> DeviceResult<Option<Event>>,
-    ) -> DeviceResult<Option<Event>> {
-        let mut start = None;
-        for (i, chunk) in src.chunks(STAGING_HALF).enumerate() {
-            let half = i % 2;
-            // SAFETY: the event was recorded after the last copy out of this half (or never, and
-            // then it is complete); the half has `STAGING_HALF` >= `chunk.len()` bytes; the
-            // copy reads the pinned half, which stays untouched until its event completes.
-            unsafe {
-                cu::event::synchronize(self.events[half])
-                    .map_err(err("waiting for a staged copy"))?;
-                let buf = self.ptr.add(half * STAGING_HALF);
-                copy_in_pieces(chunk, buf);
-                if i == 0 {
-                    start = first()?;
-                }
-                cudarc::driver::sys::cuMemcpyHtoDAsync_v2(
-                    dst + (i * STAGING_HALF) as u64,
-                    buf.cast(),
-                    chunk.len(),
-                    stream,
-                )
-                .result()
-                .map_err(err(format!("copying {} bytes to the device", chunk.len())))?;
-                cu::event::record(self.events[half], stream)
-                    .map_err(err("recording a staged copy"))?;
-            }
-        }
-        Ok(start)
-    }
-}
-
-/// A timing event recorded on `stream` now, reusing one of `spare`, when tracing (`on`).
-fn record_mark(spare: &mut Vec<Event>, on: bool, stream: CUstream) -> DeviceResult<Option<Event>> {
-    if !on {
-        return Ok(None);
-    }
-    let e = match spare.pop() {
-        Some(e) => e,
-        None => Event::new()?,
-    };
-    // SAFETY: a live timing event recorded on one of the queue's live streams.
-    unsafe { cu::event::record(e.0, stream) }.map_err(err("recording an event"))?;
-    Ok(Some(e))
-}
-
-/// Copies `src` to `dst` in pieces of [`COPY_PIECE`] bytes on rayon's threads.
-///
-/// # Safety
-/// `dst` must be valid for `src.len()` bytes of writes and not overlap `src`.
-unsafe fn copy_in_pieces(src: &[u8], dst: *mut u8) {
-    use rayon::prelude::*;
-    // The address crosses threads as an integer: each piece writes its own disjoint range.
-    let base = dst as usize;
-    src.par_chunks(COPY_PIECE)
-        .enumerate()
-        .for_each(|(k, piece)| {
-            // SAFETY: piece k is `src[k * COPY_PIECE..][..piece.len()]`, and the caller gives `dst`
-            // valid for `src.len()` bytes; the pieces' ranges are disjoint.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    piece.as_ptr(),
-                    (base + k * COPY_PIECE) as *mut u8,
-                    piece.len(),
-                )
-            }
-        });
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
-            // SAFETY: every copy out of the buffer is finished (the events are waited for), then
-            // the buffer and the events are freed once.
-            unsafe {
-                for e in self.events {
-                    let _ = cu::event::synchronize(e);
-                    let _ = cu::event::destroy(e);
-                }
-                let _ = cu::free_host(self.ptr.cast());
-            }
-        }
-    }
-}
-
 /// A kernel argument's value, kept alive until the launch call returns.
 enum Value {
     Ptr(CUdeviceptr),
@@ -497,6 +318,7 @@ enum Value {
 
 impl Queue for CudaQueue {
     type Buffer = CuBuffer;
+    type Timing = (Event, Event);
 
     fn write(&mut self, dst: &CuBuffer, offset: usize, src: &[u8]) -> DeviceResult<()> {
         check_copy(dst, offset, src.len(), "writing")?;
@@ -663,27 +485,23 @@ impl Queue for CudaQueue {
         2 * STAGING_HALF as u64
     }
 
-    fn set_trace(&mut self, on: bool) -> DeviceResult<bool> {
-        self.trace.set(on);
-        Ok(true)
+    fn recorder(&mut self) -> Option<&mut Recorder<(Event, Event)>> {
+        Some(&mut self.trace)
     }
 
-    fn trace_label(&mut self, label: &str) {
-        self.trace.label(label);
-    }
-
-    fn take_spans(&mut self) -> DeviceResult<Vec<QueueSpan>> {
-        let pending = self.trace.drain();
-        if pending.is_empty() {
-            return Ok(Vec::new());
-        }
+    fn time_spans(
+        &mut self,
+        pending: Vec<Pending<(Event, Event)>>,
+    ) -> DeviceResult<Vec<QueueSpan>> {
         self.ctx
             .bind_to_thread()
             .map_err(err("binding the context"))?;
-        self.synchronize()?;
         // Event times are f32 milliseconds: each span is timed from the batch's first event
         // (short intervals, microseconds exact) and that event once from the device's epoch.
-        let anchor_ms = self.epoch.ms_to(&pending[0].handle.0)?;
+        let Some(first) = pending.first() else {
+            return Ok(Vec::new());
+        };
+        let anchor_ms = self.epoch.ms_to(&first.handle.0)?;
         let mut spans = Vec::with_capacity(pending.len());
         let mut anchor: Option<Event> = None;
         for p in pending {

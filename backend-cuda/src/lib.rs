@@ -7,10 +7,13 @@
 #![warn(missing_docs)]
 
 pub mod device;
+mod event;
 pub mod library;
 pub mod nvrtc;
+mod staging;
 
-use gpu_core::{Faults, GpuAccelerator, GpuOptions, KernelSource, Limbs};
+use gpu_core::skip::{or_skip, Missing};
+use gpu_core::{GpuAccelerator, GpuOptions, KernelSource, Limbs};
 
 pub use device::CudaDevice;
 
@@ -20,13 +23,10 @@ pub type CudaBackend = GpuAccelerator<CudaDevice>;
 /// How to open the backend.
 #[derive(Debug, Default)]
 pub struct CudaOptions {
-    /// Device memory cap per device (`--gpu-mem-limit`).
-    pub mem_limit: Option<u64>,
-    /// Injected faults (test hook; also read from `PROOFLINE_GPU_FAIL_CALLS`).
-    pub faults: Option<Faults>,
-    /// Trace every copy and kernel on the device's clock (`--device-trace`; also turned on by
-    /// `PROOFLINE_GPU_TRACE=1`).
-    pub trace: bool,
+    /// The device layer's settings: the memory cap per device (`--gpu-mem-limit`), injected
+    /// faults, the kernels' choices, tracing (`--device-trace`) and profiling, and the kernel
+    /// cache's folder.
+    pub gpu: GpuOptions,
 }
 
 fn fail(detail: String) -> prover_core::Error {
@@ -55,15 +55,13 @@ pub fn preflight() -> prover_core::Result<usize> {
 /// say what is missing: the driver or NVRTC (or a function in either), a device, or the
 /// compile with its log.
 pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
-    // The settings first: a bad one is refused before any device opens.
-    let mut gpu = GpuOptions::from_env(options.mem_limit, options.faults)?;
-    gpu.trace |= options.trace;
+    let gpu = options.gpu;
     let count = preflight()?;
     let nvrtc = nvrtc::version().map_err(fail)?;
     let source = KernelSource::new(Limbs::L32);
     // The units and their texts once, for every device (and a rebuild).
     let units = source.units();
-    let cache = gpu_core::cache::KernelCache::from_env();
+    let cache = gpu.kernel_cache();
     let progress = |line: &str| eprintln!("{line}");
     let mut devices = Vec::new();
     for ordinal in 0..count {
@@ -98,14 +96,5 @@ pub fn open(options: CudaOptions) -> prover_core::Result<CudaBackend> {
 /// For tests: the backend, or `None` with the reason printed when there is no CUDA device here
 /// (CI has none: device tests skip there, always). Prints the devices it runs on.
 pub fn open_or_skip(options: CudaOptions) -> Option<CudaBackend> {
-    match open(options) {
-        Ok(b) => {
-            b.describe().iter().for_each(|line| eprintln!("{line}"));
-            Some(b)
-        }
-        Err(e) => {
-            eprintln!("skipped: no CUDA device here ({e})");
-            None
-        }
-    }
+    or_skip("CUDA", open(options), Missing::Skip)
 }

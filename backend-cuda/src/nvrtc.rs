@@ -95,7 +95,7 @@ pub fn compile_cubin(program: &str, arch: (i32, i32)) -> Result<Vec<u8>, String>
                 .unwrap_or_default();
             Err(format!(
                 "NVRTC failed ({e:?}); log (end): {}",
-                gpu_core::source::log_tail(&log, 4000)
+                gpu_core::kernels::log_tail(&log, 4000)
             ))
         }
         Ok(()) => {
@@ -188,17 +188,16 @@ fn unit_key(unit: &Unit, arch: (i32, i32), version: (i32, i32)) -> String {
     ))
 }
 
-/// Every kernel's CUBIN for `arch`, in [`gpu_core::KernelNames::all`]'s order: from the cache
-/// the environment names ([`KernelCache::from_env`]), or compiled (all missing units at once,
-/// on every core) and stored. `progress` hears of the compile when there is one (its start,
-/// each unit, its end).
+/// Every kernel's CUBIN for `arch`, in [`gpu_core::kernels::KernelNames::all`]'s order: from
+/// `cache`, or compiled (all missing units at once, on every core) and stored there.
+/// `progress` hears of the compile when there is one (its start, each unit, its end).
 pub fn modules(
     source: &KernelSource,
     arch: (i32, i32),
+    cache: Option<&KernelCache>,
     progress: Progress<'_>,
 ) -> Result<Vec<Module>, String> {
-    let cache = KernelCache::from_env();
-    modules_of(&source.units(), arch, cache.as_ref(), Cached::Use, progress)
+    modules_of(&source.units(), arch, cache, Cached::Use, progress)
 }
 
 /// Whether [`modules_of`] takes CUBINs from the cache.

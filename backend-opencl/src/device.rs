@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use gpu_core::device::{
     check_copy, Arg, Device, DeviceError, DeviceInfo, DeviceResult, Queue, RawBuffer,
 };
-use gpu_core::trace::{QueueSpan, Recorder};
+use gpu_core::trace::{Pending, QueueSpan, Recorder};
 use gpu_core::KernelSource;
 use opencl3::command_queue::{
     enqueue_read_buffer, enqueue_write_buffer, CommandQueue, CL_QUEUE_PROFILING_ENABLE,
@@ -124,7 +124,7 @@ fn build(
             format!("building the kernels on {name}"),
             format!(
                 "{e}; build log (end): {}",
-                gpu_core::source::log_tail(&log, 4000)
+                gpu_core::kernels::log_tail(&log, 4000)
             ),
         ));
     }
@@ -147,10 +147,6 @@ impl RawBuffer for ClBuffer {
 impl Device for OpenClDevice {
     type Buffer = ClBuffer;
     type Queue = OpenClQueue;
-
-    fn info(&self) -> &DeviceInfo {
-        &self.info
-    }
 
     fn alloc(&self, bytes: usize) -> DeviceResult<ClBuffer> {
         // SAFETY: no host pointer is given; the size is checked by the caller's gauge.
@@ -179,6 +175,10 @@ impl Device for OpenClDevice {
             trace: Recorder::default(),
         })
     }
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
 }
 
 /// An in-order OpenCL queue with its own kernel objects.
@@ -202,6 +202,7 @@ impl OpenClQueue {
 
 impl Queue for OpenClQueue {
     type Buffer = ClBuffer;
+    type Timing = Event;
 
     fn write(&mut self, dst: &ClBuffer, offset: usize, src: &[u8]) -> DeviceResult<()> {
         check_copy(dst, offset, src.len(), "writing")?;
@@ -285,21 +286,11 @@ impl Queue for OpenClQueue {
         self.queue.finish().map_err(err("waiting for the queue"))
     }
 
-    fn set_trace(&mut self, on: bool) -> DeviceResult<bool> {
-        self.trace.set(on);
-        Ok(true)
+    fn recorder(&mut self) -> Option<&mut Recorder<Event>> {
+        Some(&mut self.trace)
     }
 
-    fn trace_label(&mut self, label: &str) {
-        self.trace.label(label);
-    }
-
-    fn take_spans(&mut self) -> DeviceResult<Vec<QueueSpan>> {
-        let pending = self.trace.drain();
-        if pending.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.synchronize()?;
+    fn time_spans(&mut self, pending: Vec<Pending<Event>>) -> DeviceResult<Vec<QueueSpan>> {
         let mut spans = Vec::with_capacity(pending.len());
         for p in pending {
             let ns = |r: Result<u64, opencl3::error_codes::ClError>| {

@@ -11,34 +11,56 @@
 pub mod device;
 pub mod select;
 
-use gpu_core::{Faults, GpuAccelerator, GpuOptions, KernelSource, Limbs};
+use gpu_core::skip::or_skip;
+use gpu_core::{GpuAccelerator, GpuOptions, KernelSource, Limbs};
 
 pub use device::OpenClDevice;
+pub use gpu_core::skip::Missing;
 pub use select::Selector;
 
 /// The OpenCL backend.
 pub type OpenClBackend = GpuAccelerator<OpenClDevice>;
+
+/// The environment variable the tests and benchmarks pick their OpenCL devices by
+/// (`--opencl-device`'s syntax; the command line has `--opencl-device` itself).
+pub const DEVICE_VAR: &str = "PROOFLINE_OPENCL_DEVICE";
 
 /// How to open the backend.
 #[derive(Debug, Default)]
 pub struct OpenClOptions {
     /// Which devices (`--opencl-device`).
     pub selector: Selector,
-    /// Device memory cap per device (`--gpu-mem-limit`).
-    pub mem_limit: Option<u64>,
-    /// Injected faults (test hook; also read from `PROOFLINE_GPU_FAIL_CALLS`).
-    pub faults: Option<Faults>,
-    /// Trace every copy and kernel on the device's clock (`--device-trace`; also turned on by
-    /// `PROOFLINE_GPU_TRACE=1`).
-    pub trace: bool,
+    /// The device layer's settings: the memory cap per device (`--gpu-mem-limit`), injected
+    /// faults, the kernels' choices, tracing (`--device-trace`) and profiling, and the kernel
+    /// cache's folder.
+    pub gpu: GpuOptions,
+}
+
+impl OpenClOptions {
+    /// The options a test or benchmark runs with: `mem_limit`, the devices
+    /// `PROOFLINE_OPENCL_DEVICE` picks ([`DEVICE_VAR`]), and the `PROOFLINE_GPU_*` and kernel
+    /// cache variables ([`GpuOptions::from_lookup`]), as `lookup` gives them.
+    pub fn from_lookup(
+        mem_limit: Option<u64>,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> prover_core::Result<Self> {
+        let selector = match lookup(DEVICE_VAR) {
+            None => Selector::default(),
+            Some(s) => Selector::parse(&s).map_err(|detail| prover_core::Error::InvalidConfig {
+                what: "OpenCL devices",
+                detail: format!("{DEVICE_VAR}: {detail}"),
+            })?,
+        };
+        Ok(OpenClOptions {
+            selector,
+            gpu: GpuOptions::from_lookup(mem_limit, lookup)?,
+        })
+    }
 }
 
 /// Opens the selected devices and builds (or loads) their programs. Errors say what was
 /// missing: no OpenCL loader, no platform, no matching device, a build failure with its log.
 pub fn open(options: OpenClOptions) -> prover_core::Result<OpenClBackend> {
-    // The environment's options first: a malformed one is refused before any device opens.
-    let mut gpu = GpuOptions::from_env(options.mem_limit, options.faults)?;
-    gpu.trace |= options.trace;
     let backend_err = |detail: String| prover_core::Error::Resource {
         what: "an OpenCL device",
         detail,
@@ -49,38 +71,24 @@ pub fn open(options: OpenClOptions) -> prover_core::Result<OpenClBackend> {
     let _one_at_a_time = OPENING.lock().unwrap_or_else(|p| p.into_inner());
     let found = select::select(&options.selector).map_err(backend_err)?;
     let source = KernelSource::new(Limbs::L32);
-    let cache = gpu_core::cache::KernelCache::from_env();
+    let cache = options.gpu.kernel_cache();
     let devices = found
         .iter()
         .map(|f| {
             OpenClDevice::open(f, &source, cache.as_ref()).map_err(|e| backend_err(e.to_string()))
         })
         .collect::<prover_core::Result<Vec<_>>>()?;
-    Ok(GpuAccelerator::new("opencl", devices, &source.names, gpu))
+    Ok(GpuAccelerator::new(
+        "opencl",
+        devices,
+        &source.names,
+        options.gpu,
+    ))
 }
 
-/// Whether this run is CI's (`CI=true` or `CI=1`).
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// For tests: the backend, or `None` with the reason printed when there is no OpenCL here.
-/// Under `CI=true` (CI installs POCL) a backend that does not open is a panic, not a skip.
-/// `PROOFLINE_OPENCL_DEVICE` picks the devices (`--opencl-device`'s syntax). Prints the
-/// devices it runs on.
-pub fn open_or_skip(mut options: OpenClOptions) -> Option<OpenClBackend> {
-    if let Ok(s) = std::env::var("PROOFLINE_OPENCL_DEVICE") {
-        options.selector = Selector::parse(&s).expect("PROOFLINE_OPENCL_DEVICE");
-    }
-    match open(options) {
-        Ok(b) => {
-            b.describe().iter().for_each(|line| eprintln!("{line}"));
-            Some(b)
-        }
-        Err(e) if !in_ci() => {
-            eprintln!("skipped: no OpenCL device here ({e}); CI installs POCL and fails instead");
-            None
-        }
-        Err(e) => panic!("CI=true but the OpenCL backend did not open: {e}"),
-    }
+/// For tests: the backend, or, where there is no OpenCL here, `None` with the reason printed
+/// (`Missing::Skip`) or a panic (`Missing::Fail`: CI installs POCL). Prints the devices it runs
+/// on.
+pub fn open_or_skip(options: OpenClOptions, missing: Missing) -> Option<OpenClBackend> {
+    or_skip("OpenCL", open(options), missing)
 }

@@ -34,6 +34,7 @@ use gpu_core::device::{bytes_of_mut, Device};
 use gpu_core::memory::DeviceBuffer;
 use gpu_core::msm::{dense_msm, query_msm, Bases, DeviceCurve, MsmKernel, Scan};
 use gpu_core::ntt::{check_ntt, check_quotient_at, ntt_with, HPipeline, NttShape, NttTables};
+use gpu_core::skip::Missing;
 use gpu_core::{GpuDevice, Queue};
 use proofline_benches::{porep_like_witness, random_scalars, KnownBases};
 use prover_core::accounting::ledger::{Stage, StageLedger};
@@ -372,14 +373,20 @@ fn bench_device<D: Device>(c: &mut Criterion, api: &str, gpu: &GpuDevice<D>) {
 }
 
 fn benches(c: &mut Criterion) {
+    // The backends' settings (`PROOFLINE_GPU_*`, `PROOFLINE_OPENCL_DEVICE`, the kernel cache).
+    let env = |name: &str| std::env::var(name).ok();
     if wanted("opencl") {
-        let options = backend_opencl::OpenClOptions::default();
-        if let Some(b) = backend_opencl::open_or_skip(options) {
+        let options = backend_opencl::OpenClOptions::from_lookup(None, env)
+            .expect("the benchmark's settings");
+        if let Some(b) =
+            backend_opencl::open_or_skip(options, Missing::unless_ci(env("CI").as_deref()))
+        {
             bench_device(c, "opencl", b.device(0).expect("a device"));
         }
     }
     if wanted("cuda") {
-        if let Some(b) = backend_cuda::open_or_skip(backend_cuda::CudaOptions::default()) {
+        let gpu = gpu_core::GpuOptions::from_lookup(None, env).expect("the benchmark's settings");
+        if let Some(b) = backend_cuda::open_or_skip(backend_cuda::CudaOptions { gpu }) {
             bench_device(c, "cuda", b.device(0).expect("a device"));
         }
     }

@@ -5,8 +5,8 @@
 
 use blstrs::{G1Affine, G1Projective, Scalar};
 use gpu_core::device::{Device, RawBuffer};
+use gpu_core::msm::pippenger::{msm as sorted_msm, Plan};
 use gpu_core::msm::{dense_msm, Bases, DeviceCurve, MsmKernel};
-use gpu_core::pippenger::{msm as sorted_msm, Plan};
 use gpu_core::{GpuDevice, Queue};
 use prover_core::accounting::ledger::{Stage, StageLedger};
 use prover_core::stages::density::ScalarBytes;

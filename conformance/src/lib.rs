@@ -19,12 +19,17 @@
 //! - [`check_engine`]: jobs through the engine on every device, with the CPU fallback, all
 //!   verify and the ledger balances.
 //!
-//! "Every device" is every device the backend opened, or those `PROOFLINE_TEST_DEVICES` names
-//! ([`device::test_devices`]).
+//! "Every device" is the devices the caller names: the macros' tests name every device the
+//! backend opened, or those `PROOFLINE_TEST_DEVICES` names ([`SuiteEnv`], read by the tests).
+//!
+//! - [`circuits`]: the suite's circuits; [`settings`]: what the environment tells the tests;
+//! - [`device`]: the device-level checks of backends on gpu-core; [`bounds`]: their refusals of
+//!   copies and MSMs outside their buffers.
 
 pub mod bounds;
 pub mod circuits;
 pub mod device;
+pub mod settings;
 
 use std::sync::Arc;
 
@@ -41,6 +46,7 @@ use prover_core::{
 use rand::RngCore;
 
 pub use circuits::{cases, SuiteCircuit, Values};
+pub use settings::SuiteEnv;
 
 /// The compressed encoding of a G1 sum (what "equal" means for points here).
 fn g1(p: &G1Projective) -> Vec<u8> {
@@ -155,15 +161,20 @@ pub enum HandBacks {
 /// Rounds of each case on each device (contexts are reused across partitions).
 const ROUNDS: usize = 3;
 
-/// [`check_accelerate_with`] for a backend with no injected fault.
-pub fn check_accelerate(backend: &dyn Accelerator) {
-    check_accelerate_with(backend, HandBacks::None)
+/// Every device `backend` opened (what the suite checks where no device is named).
+pub fn every_device(backend: &dyn Accelerator) -> Vec<usize> {
+    (0..backend.device_count()).collect()
 }
 
-/// On every device: the accelerator's sums equal the CPU reference's (b_g2 too when the backend
-/// returns it); hand-backs are untouched. Every case must produce results on every device:
-/// every round (`HandBacks::None`), or at least one (`HandBacks::Injected`).
-pub fn check_accelerate_with(backend: &dyn Accelerator, hand_backs: HandBacks) {
+/// [`check_accelerate_with`] for a backend with no injected fault.
+pub fn check_accelerate(backend: &dyn Accelerator, devices: &[usize]) {
+    check_accelerate_with(backend, devices, HandBacks::None)
+}
+
+/// On each of `devices`: the accelerator's sums equal the CPU reference's (b_g2 too when the
+/// backend returns it); hand-backs are untouched. Every case must produce results on every
+/// device: every round (`HandBacks::None`), or at least one (`HandBacks::Injected`).
+pub fn check_accelerate_with(backend: &dyn Accelerator, devices: &[usize], hand_backs: HandBacks) {
     let mut rng = rand::thread_rng();
     for c in cases(&mut rng) {
         let params = params_for(&c, &mut rng);
@@ -172,7 +183,7 @@ pub fn check_accelerate_with(backend: &dyn Accelerator, hand_backs: HandBacks) {
             .unwrap_or_else(|e| panic!("{}: prepare failed: {e}", backend.name()));
         let want = reference(&params, &c);
         let want_b_g2 = msm_terms(&params.b_g2, &want.plan.b, &want.witness);
-        for device in crate::device::test_devices(backend.device_count()) {
+        for &device in devices {
             let what = format!("{} device {device}", backend.name());
             let mut worker = backend.worker(device, 0).expect("a worker");
             let mut produced = 0;
@@ -206,8 +217,9 @@ pub fn check_accelerate_with(backend: &dyn Accelerator, hand_backs: HandBacks) {
     }
 }
 
-/// A partition of another circuit is handed back untouched, with a shape error.
-pub fn check_wrong_shape(backend: &dyn Accelerator) {
+/// A partition of another circuit is handed back untouched, with a shape error, on each of
+/// `devices`.
+pub fn check_wrong_shape(backend: &dyn Accelerator, devices: &[usize]) {
     let mut rng = rand::thread_rng();
     let right = cases(&mut rng).remove(0);
     let wrong = SuiteCircuit {
@@ -218,7 +230,7 @@ pub fn check_wrong_shape(backend: &dyn Accelerator) {
     let prepared = backend
         .prepare(params, &StageLedger::new())
         .expect("prepare");
-    for device in crate::device::test_devices(backend.device_count()) {
+    for &device in devices {
         let mut worker = backend.worker(device, 0).expect("a worker");
         let what = format!("{} device {device}", backend.name());
         let got = accelerate_checked(&mut *worker, &prepared, &wrong, &what);
@@ -243,15 +255,17 @@ fn bp_verify(params: &Parameters, proof: &Proof, inputs: &[Scalar]) -> bool {
 }
 
 /// [`check_proofs_with`] for a backend with no injected fault.
-pub fn check_proofs(backend: &dyn Accelerator, finalizer: &dyn Finalizer) {
-    check_proofs_with(backend, finalizer, HandBacks::None)
+pub fn check_proofs(backend: &dyn Accelerator, devices: &[usize], finalizer: &dyn Finalizer) {
+    check_proofs_with(backend, devices, finalizer, HandBacks::None)
 }
 
-/// Whole proofs, same r and s: the backend's own proof (never the CPU's in its place) is byte
-/// for byte the CPU backend's, accepted by bellperson (and a wrong public input rejected). With
-/// `HandBacks::Injected` a case may be handed back before a later round goes through.
+/// Whole proofs on each of `devices`, same r and s: the backend's own proof (never the CPU's in
+/// its place) is byte for byte the CPU backend's, accepted by bellperson (and a wrong public
+/// input rejected). With `HandBacks::Injected` a case may be handed back before a later round
+/// goes through.
 pub fn check_proofs_with(
     backend: &dyn Accelerator,
+    devices: &[usize],
     finalizer: &dyn Finalizer,
     hand_backs: HandBacks,
 ) {
@@ -263,7 +277,7 @@ pub fn check_proofs_with(
             .expect("prepare");
         let cpu = cpu_prepared(&params);
         let rs = Randomness::random(&mut rng);
-        for device in crate::device::test_devices(backend.device_count()) {
+        for &device in devices {
             let mut worker = backend.worker(device, 0).expect("a worker");
             let what = format!("{} device {device}", backend.name());
             let tries = match hand_backs {
@@ -309,18 +323,21 @@ pub fn check_proofs_with(
     }
 }
 
-/// Jobs through the engine on every device (two workers each) with the CPU fallback: every
-/// proof verifies, the ledger balances, every device took part or handed back.
-pub fn check_engine(backend: Arc<dyn Accelerator>, finalizer: Arc<dyn Finalizer>) {
+/// Jobs through the engine on `devices` (two workers each) with the CPU fallback: every proof
+/// verifies, the ledger balances, every device took part or handed back.
+pub fn check_engine(
+    backend: Arc<dyn Accelerator>,
+    devices: &[usize],
+    finalizer: Arc<dyn Finalizer>,
+) {
     let mut rng = rand::thread_rng();
     let shape = cases(&mut rng).remove(0);
     let params = params_for(&shape, &mut rng);
     let pvk = prover_core::prepare_verifying_key(&params.vk);
-    let devices = crate::device::test_devices(backend.device_count());
     let config = Config {
         synthesis_workers: 2,
         queue_depth: 2,
-        devices: devices.clone(),
+        devices: devices.to_vec(),
         gpu_workers: 2,
         synthesis_threads: 2,
         finalizer_threads: 1,
@@ -380,7 +397,8 @@ pub fn check_engine(backend: Arc<dyn Accelerator>, finalizer: Arc<dyn Finalizer>
 }
 
 /// Expands to the suite's `#[test]` functions for a backend and its finalizer (expressions
-/// evaluated once per test).
+/// evaluated once per test), on every device of the backend or those `PROOFLINE_TEST_DEVICES`
+/// names (the tests read their environment: [`SuiteEnv`]).
 /// `conformance_tests!(backend, finalizer)` for a backend with no injected fault;
 /// `conformance_tests!(backend, finalizer, injected)` for one that hands back on purpose.
 #[macro_export]
@@ -392,27 +410,36 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!($backend, $finalizer, $crate::HandBacks::Injected);
     };
     ($backend:expr, $finalizer:expr, $hand_backs:expr) => {
+        /// The suite's settings, from this test binary's environment.
+        fn conformance_env() -> $crate::SuiteEnv {
+            $crate::SuiteEnv::from_lookup(|name| ::std::env::var(name).ok())
+        }
+
         #[test]
         fn conformance_accelerate_matches_cpu() {
-            $crate::check_accelerate_with(&$backend, $hand_backs);
+            let backend = $backend;
+            let devices = conformance_env().devices_of(&backend);
+            $crate::check_accelerate_with(&backend, &devices, $hand_backs);
         }
 
         #[test]
         fn conformance_wrong_shape_is_handed_back() {
-            $crate::check_wrong_shape(&$backend);
+            let backend = $backend;
+            $crate::check_wrong_shape(&backend, &conformance_env().devices_of(&backend));
         }
 
         #[test]
         fn conformance_proofs_match_cpu_bytes_and_bellperson_verifies() {
-            $crate::check_proofs_with(&$backend, &$finalizer, $hand_backs);
+            let backend = $backend;
+            let devices = conformance_env().devices_of(&backend);
+            $crate::check_proofs_with(&backend, &devices, &$finalizer, $hand_backs);
         }
 
         #[test]
         fn conformance_engine_proves_on_every_device() {
-            $crate::check_engine(
-                ::std::sync::Arc::new($backend),
-                ::std::sync::Arc::new($finalizer),
-            );
+            let backend = ::std::sync::Arc::new($backend);
+            let devices = conformance_env().devices_of(&*backend);
+            $crate::check_engine(backend, &devices, ::std::sync::Arc::new($finalizer));
         }
     };
 }

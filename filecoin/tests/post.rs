@@ -203,8 +203,11 @@ fn found_parameter_files_are_trusted_as_asked() {
 #[test]
 fn window_post_2kib_on_opencl_is_accepted_by_filecoin_proofs() {
     init();
-    let Some(backend) = backend_opencl::open_or_skip(backend_opencl::OpenClOptions::default())
-    else {
+    let env = |name: &str| std::env::var(name).ok();
+    let options =
+        backend_opencl::OpenClOptions::from_lookup(None, env).expect("the test's settings");
+    let missing = backend_opencl::Missing::unless_ci(env("CI").as_deref());
+    let Some(backend) = backend_opencl::open_or_skip(options, missing) else {
         return;
     };
     let prover_id = seed();

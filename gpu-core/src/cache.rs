@@ -10,8 +10,8 @@
 //! the program again and stores it over.
 //!
 //! Location: `$PROOFLINE_KERNEL_CACHE`, else `$XDG_CACHE_HOME/proofline/kernels`, else
-//! `$HOME/.cache/proofline/kernels` ([`KernelCache::from_env`]); [`KernelCache::new`] takes any
-//! folder. Deleting the folder clears it.
+//! `$HOME/.cache/proofline/kernels` ([`folder`], from a lookup the binary gives); [`KernelCache::new`]
+//! takes any folder. Deleting the folder clears it.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -29,35 +29,13 @@ const MAGIC: &[u8; 8] = b"PLKCACH\x01";
 /// and its SHA-256.
 const HEADER: usize = MAGIC.len() + 4 + 8 + 32;
 
-/// The cache folder named by the environment, if one can be named.
-pub fn folder() -> Option<PathBuf> {
-    let env = |k| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    env(CACHE_VAR)
-        .or_else(|| env("XDG_CACHE_HOME").map(|p| p.join("proofline/kernels")))
-        .or_else(|| env("HOME").map(|p| p.join(".cache/proofline/kernels")))
-}
-
-/// Where the binary of `api` (`opencl`, `cuda`) for `key` is kept in the folder the
-/// environment names.
-pub fn path(api: &str, key: &str) -> Option<PathBuf> {
-    Some(KernelCache::from_env()?.path(api, key))
-}
-
-/// The cached binary of `api` for `key` in the folder the environment names
-/// ([`KernelCache::load`]).
-pub fn load(api: &str, key: &str) -> Option<Vec<u8>> {
-    KernelCache::from_env()?.load(api, key)
-}
-
-/// Stores `binary` under `key` in the folder the environment names ([`KernelCache::store`]).
-pub fn store(api: &str, key: &str, binary: &[u8]) {
-    if let Some(cache) = KernelCache::from_env() {
-        cache.store(api, key, binary);
-    }
+/// The cache folder the environment names, if one can be named: `lookup` gives a variable's
+/// value by name (`None` when unset); an empty value counts as unset.
+pub fn folder(lookup: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let var = |k| lookup(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var(CACHE_VAR)
+        .or_else(|| var("XDG_CACHE_HOME").map(|p| p.join("proofline/kernels")))
+        .or_else(|| var("HOME").map(|p| p.join(".cache/proofline/kernels")))
 }
 
 /// Why a cache file is not the entry its name promises.
@@ -208,11 +186,6 @@ impl KernelCache {
         KernelCache {
             folder: folder.into(),
         }
-    }
-
-    /// The cache in the folder the environment names ([`folder`]), if one can be named.
-    pub fn from_env() -> Option<Self> {
-        folder().map(Self::new)
     }
 
     /// Its folder.

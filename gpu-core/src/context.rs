@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use crate::device::{bytes_of, Arg, Device, DeviceCopy, DeviceResult, Queue};
+use crate::kernels::KernelNames;
 use crate::memory::{DeviceBuffer, MemoryGauge};
-use crate::source::KernelNames;
 
 /// Threads per group of the element-wise kernels.
 pub const GROUP: usize = 64;

@@ -6,6 +6,8 @@ use std::fmt;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use prover_core::stages::density::ScalarBytes;
 
+use crate::trace::{Pending, QueueSpan, Recorder};
+
 /// What the host logic needs to know about a device to size its work.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
@@ -187,6 +189,9 @@ pub trait Device: Send + Sync + 'static {
 pub trait Queue: Send + 'static {
     /// The device's buffer type.
     type Buffer: RawBuffer;
+    /// The API's handle(s) that time one traced copy or kernel (CUDA: two events, OpenCL: the
+    /// command's event); `()` for a queue that cannot trace.
+    type Timing: Send;
 
     /// Copies `src` to `dst` at byte `offset`; a range outside `dst` is an error
     /// ([`check_copy`]), before the API is asked.
@@ -230,22 +235,42 @@ pub trait Queue: Send + 'static {
         0
     }
 
+    /// The queue's trace recorder, where it can trace: while tracing is on, the queue records
+    /// every copy and kernel there with its [`Queue::Timing`] (by default it cannot trace, and
+    /// records nothing).
+    fn recorder(&mut self) -> Option<&mut Recorder<Self::Timing>> {
+        None
+    }
+
+    /// The spans of `pending` (recorded in queue order, everything queued finished) on the
+    /// device's own clock: seconds since the device was opened.
+    fn time_spans(&mut self, pending: Vec<Pending<Self::Timing>>) -> DeviceResult<Vec<QueueSpan>> {
+        let _ = pending;
+        Ok(Vec::new())
+    }
+
     /// Turns tracing on or off: while on, the queue times every copy and kernel on the
     /// device's own clock (CUDA events, OpenCL profiling) without waiting for them. Returns
-    /// whether the queue can trace (by default it cannot, and records nothing).
+    /// whether the queue can trace ([`Queue::recorder`]).
     fn set_trace(&mut self, on: bool) -> DeviceResult<bool> {
-        let _ = on;
-        Ok(false)
+        Ok(self.recorder().map(|r| r.set(on)).is_some())
     }
 
     /// The label of the spans recorded from now on (the accelerator's step).
     fn trace_label(&mut self, label: &str) {
-        let _ = label;
+        if let Some(r) = self.recorder() {
+            r.label(label);
+        }
     }
 
     /// The spans recorded since the last call, in queue order; waits for the queue.
-    fn take_spans(&mut self) -> DeviceResult<Vec<crate::trace::QueueSpan>> {
-        Ok(Vec::new())
+    fn take_spans(&mut self) -> DeviceResult<Vec<QueueSpan>> {
+        let pending = self.recorder().map(Recorder::drain).unwrap_or_default();
+        if pending.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.synchronize()?;
+        self.time_spans(pending)
     }
 }
 

@@ -3,8 +3,8 @@
 //! the engine's fallback, with nothing lost.
 //!
 //! Calls are numbered from 0 per backend, in the order they start. Set them with
-//! [`Faults::fail_calls`], or in the environment: `PROOFLINE_GPU_FAIL_CALLS=0,3` (read when the
-//! backend is created).
+//! [`Faults::fail_calls`], or in the environment: `PROOFLINE_GPU_FAIL_CALLS=0,3` (read by the
+//! binary, [`crate::options::GpuOptions::from_lookup`]).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,15 +30,6 @@ impl Faults {
         Faults {
             fail: calls.into_iter().collect(),
             calls: AtomicU64::new(0),
-        }
-    }
-
-    /// The faults `PROOFLINE_GPU_FAIL_CALLS` asks for (none when it is unset); a value that is
-    /// not a comma-separated list of call numbers is an error.
-    pub fn from_env() -> Result<Self, String> {
-        match std::env::var(FAIL_CALLS_VAR) {
-            Err(_) => Ok(Faults::none()),
-            Ok(v) => Self::parse(&v),
         }
     }
 

@@ -45,7 +45,7 @@ impl<D: Device> GpuMultiplier<D> {
         }
     }
 
-    fn fail(&self, e: crate::DeviceError) -> Error {
+    fn fail(&self, e: crate::device::DeviceError) -> Error {
         Error::Backend {
             backend: self.label.clone(),
             source: Box::new(e),

@@ -1,7 +1,8 @@
 //! Where a device backend's accelerator time goes, step by step (uploads, NTTs, each MSM):
-//! with `PROOFLINE_GPU_PROFILE=1` each step waits for the device before it is timed, so the
-//! figures are the steps' own (at the cost of the overlap two workers on one device would
-//! otherwise get). Off, nothing waits and nothing is recorded.
+//! with profiling on (`PROOFLINE_GPU_PROFILE=1`, [`crate::options::GpuOptions::profile`]) each
+//! step waits for the device before it is timed, so the figures are the steps' own (at the cost
+//! of the overlap two workers on one device would otherwise get). Off, nothing waits and nothing
+//! is recorded.
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -9,14 +10,6 @@ use std::time::Instant;
 use prover_core::StepTime;
 
 use crate::device::{DeviceResult, Queue};
-
-/// Whether the environment variable `name` is `1` or `true` (profiling's and tracing's switch).
-pub fn env_flag(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| v == "1" || v == "true")
-}
-
-/// The environment variable that turns profiling on.
-pub const PROFILE_VAR: &str = "PROOFLINE_GPU_PROFILE";
 
 /// Step times of one backend.
 #[derive(Debug, Default)]
@@ -26,10 +19,10 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// Profiling as `PROOFLINE_GPU_PROFILE` asks (`1` or `true`: on).
-    pub fn from_env() -> Self {
+    /// Step times recorded when `enabled`.
+    pub fn new(enabled: bool) -> Self {
         Profile {
-            enabled: env_flag(PROFILE_VAR),
+            enabled,
             steps: Mutex::new(Vec::new()),
         }
     }

@@ -262,7 +262,7 @@ pub fn synthetic_bases<D: Device, C: SyntheticCurve>(
 }
 
 /// A synthetic proving key: a shape and a seed. Its bases exist only on a device
-/// ([`crate::GpuAccelerator::prepare_synthetic`]), or on the host for small keys
+/// ([`crate::accelerator::GpuAccelerator::prepare_synthetic`]), or on the host for small keys
 /// ([`SyntheticKey::host_parameters`], the conformance suite's reference); its verifying key is
 /// a placeholder of generator points, so nothing proven with it is a proof.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,15 +9,6 @@ use std::sync::Mutex;
 
 use prover_core::{DeviceSpan, SpanKind};
 
-/// The environment variable that turns tracing on (`1` or `true`), as the harness's
-/// `--device-trace` does.
-pub const TRACE_VAR: &str = "PROOFLINE_GPU_TRACE";
-
-/// Whether `PROOFLINE_GPU_TRACE` asks for tracing.
-pub fn trace_from_env() -> bool {
-    crate::profile::env_flag(TRACE_VAR)
-}
-
 /// A copy or kernel as its queue timed it: seconds on the device's clock since the device was
 /// opened.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,13 +1,67 @@
-//! The backend a run asks for (`--backend`), opened once per process, with the CPU as the
-//! fallback of the device backends (a partition a device hands back is proved there), and
-//! checked before anything slow runs ([`preflight`]: the libraries, the devices named).
+//! The backend a run asks for (`--backend`), opened in one place ([`open_backend`]) from typed
+//! options ([`BackendOptions`]), with the CPU as the fallback of the device backends (a
+//! partition a device hands back is proved there): what proving, parameter generation
+//! ([`multiplier`]) and the synthetic workload use. Checked before anything slow runs
+//! ([`preflight`]: the settings, the libraries, the devices named). A device backend this build
+//! leaves out (`--no-default-features`) is an error saying so ([`not_compiled`]).
+//!
+//! The device layer reads no environment variable: its settings (`PROOFLINE_GPU_*`, the kernel
+//! cache's folder) are read here, at the binary's edge, and handed to it typed.
 
 use std::sync::Arc;
 
 use backend_cpu::CpuBackend;
+use gpu_core::{DeviceBackend, GpuOptions};
 use prover_core::{Accelerator, CpuMultiplier, Multiplier};
 
 use crate::config::{BackendKind, RunConfig};
+
+/// A variable of this process's environment, by name (`None`: unset or not Unicode).
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// What opening a backend takes.
+#[derive(Debug)]
+pub struct BackendOptions {
+    /// Which backend (`--backend`).
+    pub kind: BackendKind,
+    /// Which OpenCL devices (`--opencl-device`; the OpenCL backend's alone).
+    pub opencl_device: Option<String>,
+    /// The device layer's settings (a device backend's alone).
+    pub gpu: GpuOptions,
+}
+
+impl BackendOptions {
+    /// The options of `kind` on `opencl_device`, its devices capped at `mem_limit`
+    /// (`--gpu-mem-limit`), traced when `trace` (`--device-trace`) or `PROOFLINE_GPU_TRACE`
+    /// asks, and the rest of the device layer's settings from the environment
+    /// ([`GpuOptions::from_lookup`]); a malformed one is an error.
+    pub fn new(
+        kind: BackendKind,
+        opencl_device: Option<&str>,
+        mem_limit: Option<u64>,
+        trace: bool,
+    ) -> anyhow::Result<Self> {
+        let mut gpu = GpuOptions::from_lookup(mem_limit, env)?;
+        gpu.trace |= trace;
+        Ok(BackendOptions {
+            kind,
+            opencl_device: opencl_device.map(str::to_string),
+            gpu,
+        })
+    }
+
+    /// The options a run of `cfg` opens its backend with.
+    pub fn for_run(cfg: &RunConfig) -> anyhow::Result<Self> {
+        Self::new(
+            cfg.backend,
+            cfg.opencl_device.as_deref(),
+            cfg.gpu_mem_limit,
+            cfg.trace,
+        )
+    }
+}
 
 /// The accelerator and its fallback.
 pub struct Backends {
@@ -15,33 +69,82 @@ pub struct Backends {
     pub backend: Arc<dyn Accelerator>,
     /// Where handed-back partitions go (`None` for the CPU backend, its own fallback).
     pub fallback: Option<Arc<dyn Accelerator>>,
+    /// The same backend seen as a device backend, where it is one (parameter generation on a
+    /// device, the synthetic workload); `None` for the CPU backend.
+    pub device: Option<Arc<dyn DeviceBackend>>,
 }
 
-/// Opens the backend `cfg` names; errors say what is missing (no OpenCL platform, no device).
+/// Opens the backend `options` name; errors say what is missing (no OpenCL platform, no
+/// device, a backend not compiled into this build).
+pub fn open_backend(options: BackendOptions) -> anyhow::Result<Backends> {
+    let device = match options.kind {
+        BackendKind::Cpu => {
+            return Ok(Backends {
+                backend: Arc::new(CpuBackend),
+                fallback: None,
+                device: None,
+            })
+        }
+        BackendKind::Opencl => open_opencl(options)?,
+        BackendKind::Cuda => open_cuda(options)?,
+    };
+    Ok(Backends {
+        backend: device.clone().into_accelerator(),
+        fallback: Some(Arc::new(CpuBackend)),
+        device: Some(device),
+    })
+}
+
+/// Opens the backend `cfg` names ([`open_backend`]).
 pub fn open(cfg: &RunConfig) -> anyhow::Result<Backends> {
-    match cfg.backend {
-        BackendKind::Cpu => Ok(Backends {
-            backend: Arc::new(CpuBackend),
-            fallback: None,
-        }),
-        BackendKind::Opencl => open_opencl(cfg),
-        BackendKind::Cuda => open_cuda(cfg),
-    }
+    open_backend(BackendOptions::for_run(cfg)?)
+}
+
+#[cfg(feature = "opencl")]
+fn open_opencl(options: BackendOptions) -> anyhow::Result<Arc<dyn DeviceBackend>> {
+    let selector = backend_opencl::Selector::parse(options.opencl_device.as_deref().unwrap_or(""))
+        .map_err(anyhow::Error::msg)?;
+    let opened = backend_opencl::open(backend_opencl::OpenClOptions {
+        selector,
+        gpu: options.gpu,
+    })?;
+    Ok(Arc::new(opened))
+}
+
+#[cfg(not(feature = "opencl"))]
+fn open_opencl(_: BackendOptions) -> anyhow::Result<Arc<dyn DeviceBackend>> {
+    Err(not_compiled(BackendKind::Opencl))
+}
+
+#[cfg(feature = "cuda")]
+fn open_cuda(options: BackendOptions) -> anyhow::Result<Arc<dyn DeviceBackend>> {
+    let opened = backend_cuda::open(backend_cuda::CudaOptions { gpu: options.gpu })?;
+    Ok(Arc::new(opened))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn open_cuda(_: BackendOptions) -> anyhow::Result<Arc<dyn DeviceBackend>> {
+    Err(not_compiled(BackendKind::Cuda))
+}
+
+/// The error of a backend this build leaves out (built without its cargo feature).
+pub fn not_compiled(kind: BackendKind) -> anyhow::Error {
+    anyhow::Error::msg(kind.not_compiled())
 }
 
 /// Checks in milliseconds, before any parameters are loaded or generated, what a run of `cfg`
-/// needs from its backend: `PROOFLINE_PARAMS_ON` is `cpu` or `device`, and for a device backend
-/// its libraries load (every function there, for CUDA), `--opencl-device` matches, and every
-/// ordinal of `--gpus` (the first one by default: the device that generates missing parameters
-/// unless `PROOFLINE_PARAMS_ON=cpu`) is one of its devices, listed once. No kernel is compiled.
-/// The CPU backend has nothing to check.
+/// needs from its backend: `PROOFLINE_PARAMS_ON` is `cpu` or `device`, the device layer's
+/// settings parse, and for a device backend its libraries load (every function there, for
+/// CUDA), `--opencl-device` matches, and every ordinal of `--gpus` (the first one by default:
+/// the device that generates missing parameters unless `PROOFLINE_PARAMS_ON=cpu`) is one of
+/// its devices, listed once. No kernel is compiled. The CPU backend has nothing to check.
 pub fn preflight(cfg: &RunConfig) -> anyhow::Result<()> {
     if cfg.backend == BackendKind::Cpu {
         return Ok(());
     }
     params_on_device_from_env()?;
     // The device layer's settings (PROOFLINE_GPU_* and the like), before any parameter.
-    gpu_core::GpuOptions::from_env(cfg.gpu_mem_limit, None)?;
+    BackendOptions::for_run(cfg)?;
     let ordinals: &[usize] = if cfg.gpus.is_empty() { &[0] } else { &cfg.gpus };
     check_devices(cfg.backend, cfg.opencl_device.as_deref(), ordinals)
 }
@@ -95,7 +198,7 @@ fn opencl_device_count(opencl_device: Option<&str>) -> anyhow::Result<usize> {
 
 #[cfg(not(feature = "opencl"))]
 fn opencl_device_count(_: Option<&str>) -> anyhow::Result<usize> {
-    anyhow::bail!("this proofline was built without the `opencl` feature")
+    Err(not_compiled(BackendKind::Opencl))
 }
 
 /// How many CUDA devices the driver lists (both libraries checked, nothing compiled).
@@ -106,7 +209,7 @@ fn cuda_device_count() -> anyhow::Result<usize> {
 
 #[cfg(not(feature = "cuda"))]
 fn cuda_device_count() -> anyhow::Result<usize> {
-    anyhow::bail!("this proofline was built without the `cuda` feature")
+    Err(not_compiled(BackendKind::Cuda))
 }
 
 /// The environment variable that keeps parameter generation on the CPU (`cpu`) when a device
@@ -120,31 +223,19 @@ pub fn multiplier(cfg: &RunConfig) -> anyhow::Result<Box<dyn Multiplier>> {
     if !params_on_device_from_env()? {
         return Ok(Box::new(CpuMultiplier));
     }
+    let Some(gpu) = open(cfg)?.device else {
+        return Ok(Box::new(CpuMultiplier));
+    };
     let device = cfg.gpus.first().copied().unwrap_or(0);
-    let missing = |n: usize| anyhow::anyhow!("--gpus names device {device}; there are {n}");
-    match cfg.backend {
-        BackendKind::Cpu => Ok(Box::new(CpuMultiplier)),
-        #[cfg(feature = "opencl")]
-        BackendKind::Opencl => {
-            let b = open_opencl_backend(cfg)?;
-            let n = b.describe().len();
-            Ok(Box::new(b.multiplier(device).ok_or_else(|| missing(n))?))
-        }
-        #[cfg(feature = "cuda")]
-        BackendKind::Cuda => {
-            let b = open_cuda_backend(cfg)?;
-            let n = b.describe().len();
-            Ok(Box::new(b.multiplier(device).ok_or_else(|| missing(n))?))
-        }
-        #[allow(unreachable_patterns)]
-        _ => open(cfg).map(|_| Box::new(CpuMultiplier) as Box<dyn Multiplier>),
-    }
+    let count = gpu.device_count();
+    gpu.multiplier(device)
+        .ok_or_else(|| anyhow::anyhow!("--gpus names device {device}; there are {count}"))
 }
 
 /// Whether missing parameters are generated on a device, from `PROOFLINE_PARAMS_ON` (read here
 /// only, for [`multiplier`] and [`preflight`] alike).
 fn params_on_device_from_env() -> anyhow::Result<bool> {
-    params_on_device(&std::env::var(PARAMS_ON_VAR).unwrap_or_default()).map_err(anyhow::Error::msg)
+    params_on_device(&env(PARAMS_ON_VAR).unwrap_or_default()).map_err(anyhow::Error::msg)
 }
 
 /// `PROOFLINE_PARAMS_ON`'s value: `device` or unset (true), `cpu` (false).
@@ -156,53 +247,6 @@ fn params_on_device(value: &str) -> Result<bool, String> {
             "{PARAMS_ON_VAR}={other}: expected `cpu` or `device`"
         )),
     }
-}
-
-#[cfg(feature = "opencl")]
-fn open_opencl_backend(cfg: &RunConfig) -> anyhow::Result<backend_opencl::OpenClBackend> {
-    let selector = backend_opencl::Selector::parse(cfg.opencl_device.as_deref().unwrap_or(""))
-        .map_err(anyhow::Error::msg)?;
-    Ok(backend_opencl::open(backend_opencl::OpenClOptions {
-        selector,
-        mem_limit: cfg.gpu_mem_limit,
-        faults: None,
-        trace: cfg.trace,
-    })?)
-}
-
-#[cfg(feature = "opencl")]
-fn open_opencl(cfg: &RunConfig) -> anyhow::Result<Backends> {
-    Ok(Backends {
-        backend: Arc::new(open_opencl_backend(cfg)?),
-        fallback: Some(Arc::new(CpuBackend)),
-    })
-}
-
-#[cfg(not(feature = "opencl"))]
-fn open_opencl(_: &RunConfig) -> anyhow::Result<Backends> {
-    anyhow::bail!("this proofline was built without the `opencl` feature")
-}
-
-#[cfg(feature = "cuda")]
-fn open_cuda_backend(cfg: &RunConfig) -> anyhow::Result<backend_cuda::CudaBackend> {
-    Ok(backend_cuda::open(backend_cuda::CudaOptions {
-        mem_limit: cfg.gpu_mem_limit,
-        faults: None,
-        trace: cfg.trace,
-    })?)
-}
-
-#[cfg(feature = "cuda")]
-fn open_cuda(cfg: &RunConfig) -> anyhow::Result<Backends> {
-    Ok(Backends {
-        backend: Arc::new(open_cuda_backend(cfg)?),
-        fallback: Some(Arc::new(CpuBackend)),
-    })
-}
-
-#[cfg(not(feature = "cuda"))]
-fn open_cuda(_: &RunConfig) -> anyhow::Result<Backends> {
-    anyhow::bail!("this proofline was built without the `cuda` feature")
 }
 
 /// What `proofline kernels` did: the cache folder, and how many kernels it compiled and found
@@ -222,15 +266,17 @@ pub struct CachedKernels {
 /// run it on a build host, copy the cache folder.
 #[cfg(feature = "cuda")]
 pub fn cache_cuda_kernels(arch: (i32, i32)) -> anyhow::Result<CachedKernels> {
-    let folder = gpu_core::cache::folder().ok_or_else(|| {
+    let folder = gpu_core::cache::folder(env).ok_or_else(|| {
         anyhow::anyhow!(
             "no kernel cache folder: set {} (or HOME)",
             gpu_core::cache::CACHE_VAR
         )
     })?;
+    let cache = gpu_core::cache::KernelCache::new(&folder);
     let source = gpu_core::KernelSource::new(gpu_core::Limbs::L32);
-    let modules = backend_cuda::nvrtc::modules(&source, arch, &|line| crate::tell!("{line}"))
-        .map_err(|e| {
+    let modules =
+        backend_cuda::nvrtc::modules(&source, arch, Some(&cache), &|line| crate::tell!("{line}"))
+            .map_err(|e| {
             anyhow::anyhow!(
                 "compiling the CUDA kernels for sm_{}{}: {e}",
                 arch.0,
@@ -245,9 +291,10 @@ pub fn cache_cuda_kernels(arch: (i32, i32)) -> anyhow::Result<CachedKernels> {
     })
 }
 
+/// Without the CUDA backend in this build: the error saying so ([`not_compiled`]).
 #[cfg(not(feature = "cuda"))]
 pub fn cache_cuda_kernels(_: (i32, i32)) -> anyhow::Result<CachedKernels> {
-    anyhow::bail!("this proofline was built without the `cuda` feature")
+    Err(not_compiled(BackendKind::Cuda))
 }
 
 /// `sm_90`, `90` or `9.0` as a compute capability.
@@ -268,7 +315,39 @@ pub fn parse_cuda_arch(s: &str) -> Result<(i32, i32), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_ordinals, params_on_device, parse_cuda_arch};
+    use super::*;
+
+    #[test]
+    fn a_backend_left_out_of_the_build_says_how_to_build_it() {
+        for (kind, name) in [(BackendKind::Cuda, "cuda"), (BackendKind::Opencl, "opencl")] {
+            let e = not_compiled(kind).to_string();
+            assert!(
+                e.contains(&format!(
+                    "the {name} backend is not compiled into this build"
+                )) && e.contains(&format!("--features {name}")),
+                "{e}"
+            );
+        }
+    }
+
+    /// Without the `cuda` feature, `--backend cuda` is that error, from the check before the
+    /// run and from opening alike (its twin, the CPU backend, opens).
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn cuda_is_refused_where_it_is_not_compiled() {
+        let e = check_devices(BackendKind::Cuda, None, &[0]).unwrap_err();
+        assert!(e.to_string().contains("not compiled"), "{e}");
+        let options = |kind| BackendOptions {
+            kind,
+            opencl_device: None,
+            gpu: GpuOptions::default(),
+        };
+        let e = open_backend(options(BackendKind::Cuda))
+            .err()
+            .expect("an error");
+        assert!(e.to_string().contains("not compiled"), "{e}");
+        assert!(open_backend(options(BackendKind::Cpu)).is_ok());
+    }
 
     #[test]
     fn every_ordinal_is_checked_and_a_repeat_refused() {

@@ -65,6 +65,15 @@ impl BackendKind {
             BackendKind::Opencl => "opencl",
         }
     }
+
+    /// What refuses it in a build that leaves it out (built without its cargo feature).
+    pub fn not_compiled(self) -> String {
+        let name = self.name();
+        format!(
+            "the {name} backend is not compiled into this build: build with --features {name}, \
+             or use --backend cpu"
+        )
+    }
 }
 
 impl From<Release> for prover_core::ReleasePolicy {
@@ -284,18 +293,12 @@ impl RunConfig {
             BackendKind::Cpu => {}
             BackendKind::Cuda => {
                 if !cfg!(feature = "cuda") {
-                    return Err(
-                        "this proofline was built without the `cuda` feature: rebuild with it, or use --backend cpu"
-                            .into(),
-                    );
+                    return Err(self.backend.not_compiled());
                 }
             }
             BackendKind::Opencl => {
                 if !cfg!(feature = "opencl") {
-                    return Err(
-                        "this proofline was built without the `opencl` feature: rebuild with it, or use --backend cpu"
-                            .into(),
-                    );
+                    return Err(self.backend.not_compiled());
                 }
             }
         }

@@ -11,11 +11,10 @@ use std::time::Instant;
 
 use anyhow::Context;
 use gpu_core::synthetic::SyntheticKey;
-use gpu_core::{Device, GpuAccelerator};
+use gpu_core::DeviceBackend;
 use proofline_workloads::synthetic::{key_shape, SyntheticSpec};
 use prover_core::accounting::ledger::{Stage, StageLedger};
 use prover_core::units::human_bytes;
-use prover_core::Accelerator;
 
 use crate::config::BackendKind;
 
@@ -83,35 +82,19 @@ pub fn synthetic(args: SyntheticArgs) -> anyhow::Result<()> {
     }
     // The libraries and `--gpu` checked before the kernels are compiled or loaded.
     crate::backend::check_devices(args.backend, args.opencl_device.as_deref(), &[args.gpu])?;
-    let trace = args.device_trace.is_some();
-    match args.backend {
-        #[cfg(feature = "cuda")]
-        BackendKind::Cuda => run(
-            &backend_cuda::open(backend_cuda::CudaOptions {
-                mem_limit: args.gpu_mem_limit,
-                faults: None,
-                trace,
-            })?,
-            &args,
-        ),
-        #[cfg(feature = "opencl")]
-        BackendKind::Opencl => run(
-            &backend_opencl::open(backend_opencl::OpenClOptions {
-                selector: backend_opencl::Selector::parse(
-                    args.opencl_device.as_deref().unwrap_or(""),
-                )
-                .map_err(anyhow::Error::msg)?,
-                mem_limit: args.gpu_mem_limit,
-                faults: None,
-                trace,
-            })?,
-            &args,
-        ),
-        other => anyhow::bail!("this proofline was built without the {other:?} backend"),
-    }
+    let options = crate::backend::BackendOptions::new(
+        args.backend,
+        args.opencl_device.as_deref(),
+        args.gpu_mem_limit,
+        args.device_trace.is_some(),
+    )?;
+    let backend = crate::backend::open_backend(options)?
+        .device
+        .context("the synthetic partition runs on a device backend")?;
+    run(&*backend, &args)
 }
 
-fn run<D: Device>(acc: &GpuAccelerator<D>, args: &SyntheticArgs) -> anyhow::Result<()> {
+fn run(acc: &dyn DeviceBackend, args: &SyntheticArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         args.gpu < acc.device_count(),
         "--gpu {}: the backend has {} device(s)",

@@ -6,7 +6,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use backend_cpu::CpuBackend;
-use proofline_conformance::{check_accelerate_with, check_proofs_with, HandBacks};
+use proofline_conformance::{check_accelerate_with, check_proofs_with, every_device, HandBacks};
 use proofline_tests::{Gate, TestBackend};
 use prover_core::SynthesizedPartition;
 
@@ -71,12 +71,17 @@ fn a_backend_refusing_a_kind_of_partition_fails_the_suite() {
         // Even where hand-backs are allowed (injected faults), a kind refused every time fails.
         let backend = TestBackend::failing_every(3).refusing(refuse);
         assert!(
-            fails(|| check_accelerate_with(&backend, HandBacks::Injected)),
+            fails(|| check_accelerate_with(&backend, &every_device(&backend), HandBacks::Injected)),
             "refusing {name}: check_accelerate passed"
         );
         let backend = TestBackend::new(Gate::opened(), vec![]).refusing(refuse);
         assert!(
-            fails(|| check_proofs_with(&backend, &CpuBackend, HandBacks::None)),
+            fails(|| check_proofs_with(
+                &backend,
+                &every_device(&backend),
+                &CpuBackend,
+                HandBacks::None
+            )),
             "refusing {name}: check_proofs passed"
         );
     }
@@ -84,11 +89,13 @@ fn a_backend_refusing_a_kind_of_partition_fails_the_suite() {
     let backend = TestBackend::failing_every(3);
     assert!(!fails(|| check_accelerate_with(
         &backend,
+        &every_device(&backend),
         HandBacks::Injected
     )));
     let backend = TestBackend::new(Gate::opened(), vec![]);
     assert!(!fails(|| check_proofs_with(
         &backend,
+        &every_device(&backend),
         &CpuBackend,
         HandBacks::None
     )));
@@ -97,12 +104,16 @@ fn a_backend_refusing_a_kind_of_partition_fails_the_suite() {
 #[test]
 fn a_backend_with_wrong_sums_fails_the_suite() {
     let wrong_on_zeros = || TestBackend::new(Gate::opened(), vec![]).corrupting(all_zeros);
+    let backend = wrong_on_zeros();
     assert!(fails(|| check_accelerate_with(
-        &wrong_on_zeros(),
+        &backend,
+        &every_device(&backend),
         HandBacks::None
     )));
+    let backend = wrong_on_zeros();
     assert!(fails(|| check_proofs_with(
-        &wrong_on_zeros(),
+        &backend,
+        &every_device(&backend),
         &CpuBackend,
         HandBacks::None
     )));

@@ -18,11 +18,13 @@ use std::time::Instant;
 
 use blstrs::{G1Affine, G2Affine};
 use clap::Parser;
-use gpu_core::classify::{DeviceScan, DeviceWitness, ScanMode};
 use gpu_core::device::Device;
-use gpu_core::msm::{dense_msm, query_msm, scanned_msm, Bases, DeviceCurve, MsmKernel, Scan};
-use gpu_core::pippenger::{self, Plan};
-use gpu_core::{GpuDevice, Queue};
+use gpu_core::msm::pippenger::{self, Plan};
+use gpu_core::msm::{
+    dense_msm, query_msm, scanned_msm, Bases, DeviceCurve, DeviceScan, DeviceWitness, MsmKernel,
+    Scan, ScanMode,
+};
+use gpu_core::{GpuDevice, GpuOptions, Queue};
 use group::{Curve, Group};
 use proofline_benches::{porep_like_witness, random_scalars, KnownBases};
 use prover_core::accounting::ledger::{Stage, StageLedger};
@@ -418,15 +420,23 @@ fn main() {
         std::process::exit(2);
     }
     println!("# msm <curve> <mix> <kernel> c=<window> run=<run> 2^<k> <median ms> <min ms> <runs>");
+    // The device layer's settings (`PROOFLINE_GPU_*`, the kernel cache) from the environment.
+    let gpu = || GpuOptions::from_lookup(None, |name| std::env::var(name).ok());
     let ok = match args.api.as_str() {
-        "cuda" => match backend_cuda::open(backend_cuda::CudaOptions::default()) {
+        "cuda" => match gpu().and_then(|gpu| backend_cuda::open(backend_cuda::CudaOptions { gpu }))
+        {
             Ok(b) => run(b.device(0).expect("a device"), &args),
             Err(e) => {
                 eprintln!("msm-bench: CUDA: {e}");
                 std::process::exit(2);
             }
         },
-        "opencl" => match backend_opencl::open(backend_opencl::OpenClOptions::default()) {
+        "opencl" => match gpu().and_then(|gpu| {
+            backend_opencl::open(backend_opencl::OpenClOptions {
+                gpu,
+                ..Default::default()
+            })
+        }) {
             Ok(b) => run(b.device(0).expect("a device"), &args),
             Err(e) => {
                 eprintln!("msm-bench: OpenCL: {e}");

@@ -10,7 +10,8 @@ use prover_core::accounting::ledger::{BackendBuffer, BackendBuffers};
 use crate::context::{launch_threads, GpuDevice};
 use crate::device::{bytes_of_mut, check_elements, Arg, Device, DeviceResult, Queue};
 use crate::memory::{free_counted, DeviceBuffer};
-use crate::msm::DeviceCurve;
+use crate::msm::curve::{check_buffers, DeviceCurve};
+use crate::msm::prefix::{exclusive_scan, scan_sums_bytes};
 
 /// The largest window a plan takes (buckets per window: 2^(c-1)).
 pub const MAX_C: u32 = 22;
@@ -32,8 +33,6 @@ const MAX_SEGS: u32 = 2048;
 /// that few serial additions lie on the path: the late passes have few threads, and a thread
 /// adding 64 G2 points took about 5 ms on the H200 (`ncu`, docs/gpu.md).
 const SUM_GROUP: u32 = 8;
-/// Bucket counts scanned per thread.
-const SCAN_PER: u32 = 1024;
 
 /// The shape of one sorted MSM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,7 +196,7 @@ pub fn msm<D: Device, G: DeviceCurve>(
     n: usize,
     ledger: &mut BackendBuffers<'_>,
 ) -> DeviceResult<G::Projective> {
-    crate::msm::check_buffers::<D, G>(bases, idx, exps, exp_offset, n)?;
+    check_buffers::<D, G>(bases, idx, exps, exp_offset, n)?;
     if n == 0 {
         return Ok(G::Projective::identity());
     }
@@ -404,58 +403,6 @@ fn sum_groups<D: Device, G: DeviceCurve>(
             Arg::U32(group),
             Arg::U32(total as u32),
             Arg::Buffer(to.raw()),
-        ],
-    )
-}
-
-/// Device bytes of the block totals [`exclusive_scan`] needs for `len` counts.
-pub fn scan_sums_bytes(len: usize) -> u64 {
-    4 * len.div_ceil(SCAN_PER as usize) as u64
-}
-
-/// Replaces `counts[0..len)` (u32, on the device) by its exclusive prefix sums, with `sums`
-/// ([`scan_sums_bytes`] bytes) for the block totals: blocks of `SCAN_PER` scanned one thread
-/// each, the block totals scanned, then added back. `len` past `counts`, or block totals past
-/// `sums`, is an error.
-pub fn exclusive_scan<D: Device>(
-    gpu: &GpuDevice<D>,
-    q: &mut D::Queue,
-    counts: &DeviceBuffer<D>,
-    len: usize,
-    sums: &DeviceBuffer<D>,
-) -> DeviceResult<()> {
-    let names = &gpu.names;
-    let blocks = len.div_ceil(SCAN_PER as usize);
-    let what = format!("scanning {len} counts");
-    check_elements(counts.bytes(), 0, len as u64, 4, &what)?;
-    check_elements(sums.bytes(), 0, blocks as u64, 4, &what)?;
-    launch_threads(
-        q,
-        &names.pl_scan_blocks,
-        blocks,
-        &[
-            Arg::Buffer(counts.raw()),
-            Arg::U32(len as u32),
-            Arg::U32(SCAN_PER),
-            Arg::U32(blocks as u32),
-            Arg::Buffer(sums.raw()),
-        ],
-    )?;
-    launch_threads(
-        q,
-        &names.pl_scan_sums,
-        1,
-        &[Arg::Buffer(sums.raw()), Arg::U32(blocks as u32)],
-    )?;
-    launch_threads(
-        q,
-        &names.pl_scan_add,
-        len,
-        &[
-            Arg::Buffer(counts.raw()),
-            Arg::U32(len as u32),
-            Arg::U32(SCAN_PER),
-            Arg::Buffer(sums.raw()),
         ],
     )
 }

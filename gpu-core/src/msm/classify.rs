@@ -11,8 +11,8 @@ use prover_core::stages::Witness;
 use crate::context::{launch_threads, GpuDevice};
 use crate::device::{bytes_of, bytes_of_mut, Arg, Device, DeviceError, DeviceResult, Queue};
 use crate::memory::{free_counted, DeviceBuffer};
-use crate::msm::Scan;
-use crate::pippenger::{exclusive_scan, scan_sums_bytes};
+use crate::msm::prefix::{exclusive_scan, scan_sums_bytes};
+use crate::msm::scan::Scan;
 
 /// Scalars per classification block (one thread each; one 32-bit word of a density).
 const BLOCK: usize = 32;
@@ -34,15 +34,6 @@ pub enum ScanMode {
 pub const SCAN_VAR: &str = "PROOFLINE_GPU_SCAN";
 
 impl ScanMode {
-    /// From `PROOFLINE_GPU_SCAN` (`host`, `device`; unset: the default); anything else is an
-    /// error naming the choices.
-    pub fn from_env() -> Result<Self, String> {
-        match std::env::var(SCAN_VAR) {
-            Err(_) => Ok(Self::default()),
-            Ok(v) => Self::parse(&v).map_err(|e| format!("{SCAN_VAR}={e}")),
-        }
-    }
-
     /// `host` or `device`.
     pub fn parse(s: &str) -> Result<Self, String> {
         match s.trim() {
