@@ -4,7 +4,7 @@
 //! pays the compile once per machine, not at every start, and a change to one kernel rebuilds
 //! that kernel only. As one whole program the source took NVRTC about 19 minutes on 2 cores
 //! (its G2 kernels most of it); as units it takes the longest unit's time on a machine with a
-//! core per unit, and about half the single-thread sum on 2 cores (see `docs/gpu.md`).
+//! core per unit, and about half the single-thread sum on 2 cores (see `docs/design-decisions.md#kernel-source-and-compilation`).
 //!
 //! ec-gpu-gen writes its CUDA branch for nvcc; under NVRTC it needs three changes, made here and
 //! nowhere else: `__NVCC__` defined (its common header picks the CUDA branch on it), the C

@@ -120,7 +120,7 @@ enum Cmd {
     },
     /// Compile the CUDA kernels for an architecture into the kernel cache, without a GPU (NVRTC
     /// only; one kernel per core at once, each cached on its own): run on a build host and copy
-    /// the cache folder, and provers start without the compile (minutes: see docs/gpu.md). The
+    /// the cache folder, and provers start without the compile (about a minute on 2 cores: see docs/gpu.md). The
     /// cache is $PROOFLINE_KERNEL_CACHE, else
     /// $XDG_CACHE_HOME/proofline/kernels, else ~/.cache/proofline/kernels.
     Kernels {

@@ -255,7 +255,7 @@ DEVICE void {P}_pl_emit({P}_xyzz acc, uint r, uint lo, uint hi, uint start, uint
 
 // One flat loop over the run's entries, so that a warp's threads add in step wherever their
 // buckets end (a loop per bucket, its threads drifting apart at the buckets' ends, was 1.2-2.2x
-// slower on the H200, docs/gpu.md).
+// slower on the H200, docs/design-decisions.md#msm).
 DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
   if (r >= runs) return;
   const {P}_xyzz zero = {P}_xyzz_zero();
@@ -288,7 +288,7 @@ DEVICE void {P}_pl_runs_at(uint r, {P}_PL_RUNS_PARAMS) {
 // The bounds placeholder (here and on the fixup and sums) is, for G1 on CUDA, at least 8
 // groups of 64 threads per multiprocessor (128 registers a thread instead of 180-200: the runs
 // 3-5% faster on the H200, the fixup 26%); for G2 nothing (its points need more registers).
-// The reduction has none: bounded, it took 24.1 ms at G1 2^24 against 22.6 (`ncu`, docs/gpu.md).
+// The reduction has none: bounded, it took 24.1 ms at G1 2^24 against 22.6 (`ncu`, docs/design-decisions.md#msm).
 KERNEL void {BOUNDS} {P}_pl_runs({P}_PL_RUNS_PARAMS) {
   const uint r = GET_GLOBAL_ID();
   {P}_pl_runs_at(r, {P}_PL_RUNS_ARGS);
