@@ -30,7 +30,7 @@ use proofline_benches::{porep_like_witness, random_scalars, KnownBases};
 use prover_core::accounting::ledger::{Stage, StageLedger};
 use prover_core::stages::plan::{Filter, MsmTerm, ScalarSource};
 
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(name = "msm-bench", about = "Device MSMs, every result checked")]
 struct Args {
     /// `cuda` or `opencl` (the first device).
@@ -63,6 +63,20 @@ struct Args {
     /// Untimed (but checked) calls first.
     #[arg(long, default_value_t = 2)]
     warmup: usize,
+    /// Append a measurement record per checked measurement (its median, with the date, commit,
+    /// machine and command) to this JSON Lines file, e.g. docs/records/gpu.jsonl.
+    #[arg(long)]
+    record: Option<std::path::PathBuf>,
+    /// The docs table the records belong to (`cargo xtask bench-tables`).
+    #[arg(
+        long = "record-table",
+        default_value = "msm-bench",
+        requires = "record"
+    )]
+    record_table: String,
+    /// The device measured, for the records (set when it is opened).
+    #[arg(skip)]
+    device: String,
 }
 
 /// The largest size taken (2^28 G1 bases are 25.8 GB on the host and on the device).
@@ -175,7 +189,35 @@ fn measure<P: PartialEq>(
     let med = median(&mut times);
     let check = if ok { "check ok" } else { "check FAILED" };
     println!("{line} {med:.3} {min:.3} {} {check}", args.reps);
+    if let (true, Some(path)) = (ok, &args.record) {
+        if let Err(e) = record(path, args, line, med) {
+            println!("{line} error: {e}");
+            return false;
+        }
+    }
     ok
+}
+
+/// Appends a checked measurement's record (see `--record`).
+fn record(path: &std::path::Path, args: &Args, line: &str, median_ms: f64) -> Result<(), String> {
+    let at = proofline_records::Provenance::here().with_device(&args.device);
+    let command: Vec<String> = std::env::args().collect();
+    let r = proofline_records::Record {
+        date: at.date,
+        commit: at.commit,
+        machine: at.machine,
+        command: command.join(" "),
+        table: Some(args.record_table.clone()),
+        case: line.to_string(),
+        metric: format!("median of {} runs, every result checked", args.reps),
+        unit: "ms".into(),
+        ours: proofline_records::significant(median_ms, 4),
+        peers: Vec::new(),
+        extra: Default::default(),
+        note: None,
+        headline: None,
+    };
+    proofline_records::append(path, &r).map_err(|e| e.to_string())
 }
 
 /// Every dense measurement of one curve; false if any result was wrong.
@@ -401,6 +443,14 @@ fn run<D: Device>(gpu: &GpuDevice<D>, args: &Args) -> bool {
     ok
 }
 
+/// The arguments with the first device's description, for the records.
+fn described(args: &Args, devices: &[String]) -> Args {
+    Args {
+        device: devices.first().cloned().unwrap_or_default(),
+        ..args.clone()
+    }
+}
+
 fn main() {
     let args = Args::parse();
     if let Some(m) = args
@@ -425,7 +475,10 @@ fn main() {
     let ok = match args.api.as_str() {
         "cuda" => match gpu().and_then(|gpu| backend_cuda::open(backend_cuda::CudaOptions { gpu }))
         {
-            Ok(b) => run(b.device(0).expect("a device"), &args),
+            Ok(b) => run(
+                b.device(0).expect("a device"),
+                &described(&args, &b.describe()),
+            ),
             Err(e) => {
                 eprintln!("msm-bench: CUDA: {e}");
                 std::process::exit(2);
@@ -437,7 +490,10 @@ fn main() {
                 ..Default::default()
             })
         }) {
-            Ok(b) => run(b.device(0).expect("a device"), &args),
+            Ok(b) => run(
+                b.device(0).expect("a device"),
+                &described(&args, &b.describe()),
+            ),
             Err(e) => {
                 eprintln!("msm-bench: OpenCL: {e}");
                 std::process::exit(2);
