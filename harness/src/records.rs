@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use proofline_records::provenance::{describe_machine, utc_date};
+use proofline_records::provenance::{describe_machine, today};
 use proofline_records::{append, Provenance, Record};
 
 use crate::report::model::PointStatus;
@@ -12,12 +12,9 @@ use crate::report::{report_title, SweepResults};
 
 /// Where a record was measured: today, this binary's commit, this machine (with its GPUs).
 pub fn provenance(cpus: usize, ram_bytes: u64, gpus: &[String]) -> Provenance {
-    let seconds = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
     let host = describe_machine(cpus, (ram_bytes > 0).then_some(ram_bytes));
     Provenance {
-        date: utc_date(seconds),
+        date: today(),
         commit: env!("PROOFLINE_GIT_REV").to_string(),
         machine: host,
     }

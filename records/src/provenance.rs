@@ -17,12 +17,8 @@ pub struct Provenance {
 impl Provenance {
     /// This machine, now, in the current directory's checkout.
     pub fn here() -> Provenance {
-        let seconds = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
         Provenance {
-            date: utc_date(seconds),
+            date: today(),
             commit: commit(),
             machine: machine(),
         }
@@ -35,6 +31,14 @@ impl Provenance {
         }
         self
     }
+}
+
+/// Today's date, `YYYY-MM-DD` (UTC).
+pub fn today() -> String {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    utc_date(seconds)
 }
 
 /// `YYYY-MM-DD` of a Unix time (UTC).

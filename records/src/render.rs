@@ -84,23 +84,11 @@ pub fn fill_document(text: &str, records: &Sourced, doc_dir: &Path) -> Result<St
 /// or `None` when no record belongs to it.
 pub fn render_table(id: &str, records: &Sourced, doc_dir: &Path) -> Option<String> {
     // The latest record of each (case, machine), rows in the order the pairs first appear.
-    let mut rows: Vec<(&Path, &Record)> = Vec::new();
-    for &(path, r) in records
-        .iter()
-        .filter(|(_, r)| r.table.as_deref() == Some(id))
-    {
-        match rows
-            .iter_mut()
-            .find(|(_, old)| old.case == r.case && old.machine == r.machine)
-        {
-            Some(slot) if r.date >= slot.1.date => *slot = (path, r),
-            Some(_) => {}
-            None => rows.push((path, r)),
-        }
-    }
-    if rows.is_empty() {
-        return None;
-    }
+    let rows = latest(
+        records,
+        |r| r.table.as_deref() == Some(id),
+        |a, b| a.case == b.case && a.machine == b.machine,
+    )?;
     let extras: Vec<&String> = unique(rows.iter().flat_map(|(_, r)| r.extra.keys()));
     let peers: Vec<&String> = unique(
         rows.iter()
@@ -181,17 +169,11 @@ pub fn render_table(id: &str, records: &Sourced, doc_dir: &Path) -> Option<Strin
 
 /// The headline figures: one row per label, from its latest record.
 pub fn render_headlines(records: &Sourced, doc_dir: &Path) -> Option<String> {
-    let mut rows: Vec<(&Path, &Record)> = Vec::new();
-    for &(path, r) in records.iter().filter(|(_, r)| r.headline.is_some()) {
-        match rows.iter_mut().find(|(_, old)| old.headline == r.headline) {
-            Some(slot) if r.date >= slot.1.date => *slot = (path, r),
-            Some(_) => {}
-            None => rows.push((path, r)),
-        }
-    }
-    if rows.is_empty() {
-        return None;
-    }
+    let rows = latest(
+        records,
+        |r| r.headline.is_some(),
+        |a, b| a.headline == b.headline,
+    )?;
     let mut t = String::from(
         "| headline | proofline | peer | machine | measured |\n| --- | --- | --- | --- | --- |\n",
     );
@@ -211,6 +193,24 @@ pub fn render_headlines(records: &Sourced, doc_dir: &Path) -> Option<String> {
         );
     }
     Some(t)
+}
+
+/// The records `keep` selects, the latest of each group of `same` ones (by date; on one date,
+/// the later in file order), in the order the groups first appear; `None` when none is kept.
+fn latest<'a>(
+    records: &Sourced<'a>,
+    keep: impl Fn(&Record) -> bool,
+    same: impl Fn(&Record, &Record) -> bool,
+) -> Option<Vec<(&'a Path, &'a Record)>> {
+    let mut rows: Vec<(&Path, &Record)> = Vec::new();
+    for &(path, r) in records.iter().filter(|(_, r)| keep(r)) {
+        match rows.iter_mut().find(|(_, old)| same(old, r)) {
+            Some(slot) if r.date >= slot.1.date => *slot = (path, r),
+            Some(_) => {}
+            None => rows.push((path, r)),
+        }
+    }
+    (!rows.is_empty()).then_some(rows)
 }
 
 fn unique<'a, T: PartialEq + ?Sized + 'a>(items: impl Iterator<Item = &'a T>) -> Vec<&'a T> {

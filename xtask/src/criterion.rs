@@ -32,13 +32,7 @@ fn parse_peer(s: &str) -> Result<PeerFigure, String> {
     if name.is_empty() || id.is_empty() || !(v.is_finite() && v > 0.0) {
         return Err(bad());
     }
-    let scale = match unit {
-        "ns" => 1.0,
-        "us" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return Err(bad()),
-    };
+    let scale = unit_ns(unit).ok_or_else(bad)?;
     Ok(PeerFigure {
         name: name.into(),
         id: id.into(),
@@ -46,14 +40,12 @@ fn parse_peer(s: &str) -> Result<PeerFigure, String> {
     })
 }
 
-/// Nanoseconds in one `unit` (one of [`scaled`]'s).
-fn unit_ns(unit: &str) -> f64 {
-    match unit {
-        "s" => 1e9,
-        "ms" => 1e6,
-        "us" => 1e3,
-        _ => 1.0,
-    }
+/// The units figures are recorded in, largest first, with their nanoseconds.
+const UNITS: [(&str, f64); 4] = [("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0)];
+
+/// Nanoseconds in one `unit`, or `None` for a unit not in [`UNITS`].
+fn unit_ns(unit: &str) -> Option<f64> {
+    UNITS.iter().find(|(u, _)| *u == unit).map(|&(_, ns)| ns)
 }
 
 const USAGE: &str = "usage: cargo xtask record-criterion --table ID --out FILE [--filter TEXT] [--bench NAME] [--device NAME] [--machine TEXT] [--commit HASH] [--criterion DIR] [--peer NAME:ID=VALUE(ns|us|ms|s)]...";
@@ -120,7 +112,7 @@ fn run(root: &Path, args: &[String]) -> Result<usize, String> {
         if !id.contains(&filter) {
             continue;
         }
-        let (value, unit) = scaled(median_ns);
+        let (value, (unit, scale)) = scaled(median_ns);
         let record = Record {
             date: here.date.clone(),
             commit: here.commit.clone(),
@@ -136,7 +128,7 @@ fn run(root: &Path, args: &[String]) -> Result<usize, String> {
                 .filter(|p| p.id == id)
                 .map(|p| Peer {
                     name: p.name.clone(),
-                    value: proofline_records::significant(p.ns / unit_ns(unit), 4),
+                    value: proofline_records::significant(p.ns / scale, 4),
                 })
                 .collect(),
             extra: Default::default(),
@@ -194,18 +186,14 @@ fn estimate(new: &Path) -> Result<(String, f64, usize), String> {
     Ok((id, median, samples))
 }
 
-/// Nanoseconds as a figure with four significant digits in ns, us, ms or s.
-fn scaled(ns: f64) -> (f64, &'static str) {
-    let (v, unit) = if ns >= 1e9 {
-        (ns / 1e9, "s")
-    } else if ns >= 1e6 {
-        (ns / 1e6, "ms")
-    } else if ns >= 1e3 {
-        (ns / 1e3, "us")
-    } else {
-        (ns, "ns")
-    };
-    (proofline_records::significant(v, 4), unit)
+/// Nanoseconds as a figure with four significant digits, and its unit with the unit's
+/// nanoseconds (the largest of [`UNITS`] the figure reaches).
+fn scaled(ns: f64) -> (f64, (&'static str, f64)) {
+    let &(unit, scale) = UNITS
+        .iter()
+        .find(|(_, scale)| ns >= *scale)
+        .unwrap_or(&UNITS[UNITS.len() - 1]);
+    (proofline_records::significant(ns / scale, 4), (unit, scale))
 }
 
 #[cfg(test)]
@@ -214,10 +202,10 @@ mod tests {
 
     #[test]
     fn figures_keep_four_digits_in_a_readable_unit() {
-        assert_eq!(scaled(149_012_345.0), (149.0, "ms"));
-        assert_eq!(scaled(1_428_700_000.0), (1.429, "s"));
-        assert_eq!(scaled(950.0), (950.0, "ns"));
-        assert_eq!(scaled(12_345.0), (12.35, "us"));
+        assert_eq!(scaled(149_012_345.0), (149.0, ("ms", 1e6)));
+        assert_eq!(scaled(1_428_700_000.0), (1.429, ("s", 1e9)));
+        assert_eq!(scaled(950.0), (950.0, ("ns", 1.0)));
+        assert_eq!(scaled(12_345.0), (12.35, ("us", 1e3)));
     }
 
     #[test]

@@ -74,9 +74,10 @@ struct Args {
         requires = "record"
     )]
     record_table: String,
-    /// The device measured, for the records (set when it is opened).
+    /// Where the records are measured: the date, commit, and the device with its host (taken
+    /// once, when the device is opened).
     #[arg(skip)]
-    device: String,
+    provenance: Option<proofline_records::Provenance>,
 }
 
 /// The largest size taken (2^28 G1 bases are 25.8 GB on the host and on the device).
@@ -200,12 +201,15 @@ fn measure<P: PartialEq>(
 
 /// Appends a checked measurement's record (see `--record`).
 fn record(path: &std::path::Path, args: &Args, line: &str, median_ms: f64) -> Result<(), String> {
-    let at = proofline_records::Provenance::here().with_device(&args.device);
+    let at = args
+        .provenance
+        .as_ref()
+        .ok_or("the device was not described")?;
     let command: Vec<String> = std::env::args().collect();
     let r = proofline_records::Record {
-        date: at.date,
-        commit: at.commit,
-        machine: at.machine,
+        date: at.date.clone(),
+        commit: at.commit.clone(),
+        machine: at.machine.clone(),
         command: command.join(" "),
         table: Some(args.record_table.clone()),
         case: line.to_string(),
@@ -443,10 +447,15 @@ fn run<D: Device>(gpu: &GpuDevice<D>, args: &Args) -> bool {
     ok
 }
 
-/// The arguments with the first device's description, for the records.
+/// The arguments with where the records are measured (the first device and its host), when
+/// records are asked for.
 fn described(args: &Args, devices: &[String]) -> Args {
+    let provenance = args.record.as_ref().map(|_| {
+        proofline_records::Provenance::here()
+            .with_device(devices.first().map_or("", String::as_str))
+    });
     Args {
-        device: devices.first().cloned().unwrap_or_default(),
+        provenance,
         ..args.clone()
     }
 }
