@@ -89,7 +89,10 @@ pub fn c2_record(
         &at,
         command,
         table,
-        format!("{sector} PoRep C2, {partitions} partitions, {backend} backend, pw {pw}"),
+        format!(
+            "{sector} PoRep C2, {partitions} partition{}, {backend} backend, pw {pw}",
+            if partitions == 1 { "" } else { "s" }
+        ),
     );
     r.metric = "wall seconds, one run (parameters read, proof checked by verify_seal)".into();
     r.unit = "s".into();

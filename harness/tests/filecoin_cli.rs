@@ -136,6 +136,7 @@ fn seal_writes_both_c1_forms_and_c2_refuses_what_it_cannot_verify() {
         (&["--mem-budget", "1KiB"][..], "--mem-budget"),
         (&["--mem-budget", "2MiB"][..], "cannot hold one partition"),
         (&["--out", a_folder][..], "is a folder"),
+        (&["--record", a_folder][..], "is a folder"),
         (
             &["--out", "/nonexistent/dir/proof.bin"][..],
             "does not exist",
@@ -208,12 +209,15 @@ fn c2_blames_an_altered_c1_and_finishes_its_proof_behind_a_closed_pipe() {
     // Standard output closed after three lines: the proof is still made, checked by
     // verify_seal and written, and the command ends as a closed pipe's writer does.
     let proof = dir.path().join("proof.bin");
+    let records = dir.path().join("c2.jsonl");
     let mut child = Command::new(env!("CARGO_BIN_EXE_proofline"))
         .arg("c2")
         .arg("--c1")
         .arg(out.join("c1.json"))
         .arg("--out")
         .arg(&proof)
+        .arg("--record")
+        .arg(&records)
         .env("FIL_PROOFS_PARAMETER_CACHE", &cache)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -230,6 +234,18 @@ fn c2_blames_an_altered_c1_and_finishes_its_proof_behind_a_closed_pipe() {
     assert!(!e.contains("panicked"), "{e}");
     assert_eq!(o.status.code(), Some(141), "{e}");
     assert_eq!(std::fs::metadata(&proof).unwrap().len(), 192, "{e}");
+    // Its record: the wall seconds of a proof verify_seal accepted.
+    let recorded = proofline_records::read_file(&records).unwrap();
+    assert_eq!(recorded.len(), 1, "{e}");
+    assert_eq!(recorded[0].table.as_deref(), Some("c2"));
+    assert!(
+        recorded[0]
+            .case
+            .starts_with("2.0 KiB PoRep C2, 1 partition, cpu backend, pw 1"),
+        "{}",
+        recorded[0].case
+    );
+    assert!(recorded[0].ours > 0.0 && recorded[0].unit == "s");
     // The C1 output with its seed changed: its vanilla proofs no longer prove its statement.
     // The C1 is blamed (not the parameters, which proved the original), and nothing is written.
     let mut altered: serde_json::Value =
@@ -245,6 +261,8 @@ fn c2_blames_an_altered_c1_and_finishes_its_proof_behind_a_closed_pipe() {
         .arg(&altered_path)
         .arg("--out")
         .arg(&rejected)
+        .arg("--record")
+        .arg(&records)
         .env("FIL_PROOFS_PARAMETER_CACHE", &cache)
         .output()
         .unwrap();
@@ -253,6 +271,8 @@ fn c2_blames_an_altered_c1_and_finishes_its_proof_behind_a_closed_pipe() {
     assert!(e.contains("the C1 file was altered or damaged"), "{e}");
     assert!(!e.contains("parameter file"), "{e}");
     assert!(!rejected.exists(), "a rejected proof was written");
+    // Nor is a failed run recorded.
+    assert_eq!(proofline_records::read_file(&records).unwrap().len(), 1);
 }
 
 #[test]
