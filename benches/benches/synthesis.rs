@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use filecoin_proofs::SECTOR_SIZE_2_KIB;
+use proofline_filecoin::variant::{SealSpec, SealVariant};
 use proofline_filecoin::{porep, Tree2KiB};
 use proofline_workloads::circuits::DenseCircuit;
 use prover_core::bellpepper_core::Circuit;
@@ -54,10 +55,10 @@ fn bench_dense(c: &mut Criterion) {
 
 fn bench_porep(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let sealed = porep::seal_c1(SECTOR_SIZE_2_KIB, dir.path(), &mut rand::thread_rng()).unwrap();
-    let config = sealed.output.registered_proof.as_v1_config();
-    let c1 = porep::raw_c1(&sealed.output).unwrap();
-    let (circuit, _) = porep::porep_circuits::<Tree2KiB>(&config, &c1)
+    let spec = SealSpec::new(SECTOR_SIZE_2_KIB, SealVariant::V1_1, None).unwrap();
+    let sealed = porep::seal_c1(&spec, dir.path(), &mut rand::thread_rng()).unwrap();
+    let c1 = sealed.c1.as_tree::<Tree2KiB>().unwrap();
+    let (circuit, _) = porep::porep_circuits::<Tree2KiB>(&sealed.config().unwrap(), c1)
         .unwrap()
         .remove(0);
     both(c, "porep-2k", circuit);

@@ -1,34 +1,37 @@
-//! PoRep 2KiB side by side with filecoin-proofs / bellperson, one step per process so that each
-//! step's peak RSS is its own (`scripts/porep-bench.sh` runs them all and prints the table):
+//! PoRep C2 at any sector shape side by side with filecoin-proofs / bellperson, one step per
+//! process so that each step's peak RSS is its own (`scripts/porep-bench.sh` runs them all and
+//! prints the table):
 //!
 //! ```sh
-//! porep_bench seal DIR                 # a sector through C1: DIR/c1.json, DIR/sector.json
-//! porep_bench params-proofline         # proofline's generator into FIL_PROOFS_PARAMETER_CACHE
-//! porep_bench params-bellperson        # filecoin-proofs' groth_params (bellperson) into it
+//! porep_bench seal DIR [SIZE [VARIANT]] # a sector through C1: DIR/c1-raw.json, DIR/sector.json
+//! porep_bench params-proofline DIR     # proofline's generator into FIL_PROOFS_PARAMETER_CACHE
+//! porep_bench params-bellperson DIR    # filecoin-proofs' groth_params (bellperson) into it
 //! porep_bench c2-proofline DIR [PW]    # C2 through proofline's engine, verify_seal
 //! porep_bench c2-filecoin DIR          # filecoin-proofs' seal_commit_phase2, twice (verifies inside)
 //! ```
 //!
-//! Every step prints one line: `step <name> seconds <s> peak_rss_bytes <n> [detail]`.
+//! SIZE is a sector size in bytes (default 2048: 2 KiB; 4096, 16384 and 32768 are the test sizes
+//! of the production shapes); VARIANT is v1, v1_1 (default) or synthetic. Every step but `seal`
+//! takes the sector's size and variant from DIR/sector.json. Every step prints one line:
+//! `step <name> seconds <s> peak_rss_bytes <n> [detail]`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
-use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, SECTOR_SIZE_2_KIB};
+use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, SealCommitPhase1Output};
+use proofline_filecoin::c1::{read_c1, AnyC1, C1File};
 use proofline_filecoin::porep::{self, SectorInfo};
-use proofline_filecoin::{cached_parameters, parameter_cache_dir, prove_circuits, Tree2KiB};
+use proofline_filecoin::storage_proofs_core::merkle::MerkleTreeTrait;
+use proofline_filecoin::variant::{SealSpec, SealVariant};
+use proofline_filecoin::{cached_parameters, parameter_cache_dir, prove_circuits, with_tree};
 use prover_core::runtime::sampler::peak_rss;
 use prover_core::{write_parameters_with_progress, PointCheck, Trapdoor};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
 use storage_proofs_core::sector::SectorId;
 use storage_proofs_porep::stacked::StackedCompound;
-
-fn config() -> Result<PoRepConfig> {
-    Ok(porep::registered_proof(SECTOR_SIZE_2_KIB)?.as_v1_config())
-}
 
 fn report(step: &str, t: Instant, detail: String) {
     println!(
@@ -38,43 +41,57 @@ fn report(step: &str, t: Instant, detail: String) {
     );
 }
 
-fn read_c1(
-    dir: &Path,
-) -> Result<(
-    PoRepConfig,
-    proofline_filecoin::filecoin_proofs::SealCommitPhase1Output<Tree2KiB>,
-    SectorInfo,
-)> {
-    let c1 = match porep::read_c1(&dir.join("c1.json"))? {
-        porep::C1File::Wrapped(w) => porep::raw_c1(&w)?,
-        porep::C1File::Raw(r) => *r,
-    };
+fn sector_info(dir: &Path) -> Result<(SealSpec, SectorInfo)> {
     let info: SectorInfo = serde_json::from_slice(&std::fs::read(dir.join("sector.json"))?)?;
-    Ok((config()?, c1, info))
+    Ok((info.spec()?, info))
+}
+
+fn read_c1_as<Tree: 'static + MerkleTreeTrait>(
+    dir: &Path,
+) -> Result<(PoRepConfig, SealCommitPhase1Output<Tree>, SectorInfo)> {
+    let (spec, info) = sector_info(dir)?;
+    let c1 = match read_c1(&dir.join("c1-raw.json"), Some(spec.sector_size))? {
+        C1File::Wrapped(w) => AnyC1::from_wrapped(*w)?,
+        C1File::Raw(r) => r,
+    };
+    let c1 = c1.into_tree::<Tree>()?;
+    Ok((spec.config()?, c1, info))
 }
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let dir = || -> Result<PathBuf> { Ok(PathBuf::from(args.get(1).context("missing DIR")?)) };
+    let dir = PathBuf::from(args.get(1).context("missing DIR")?);
+    if args.first().map(String::as_str) == Some("seal") {
+        let t = Instant::now();
+        let size: u64 = args.get(2).map_or(Ok(2048), |s| s.parse())?;
+        let variant = SealVariant::parse(args.get(3).map_or("v1_1", String::as_str))?;
+        std::fs::create_dir_all(&dir)?;
+        let spec = SealSpec::new(size, variant, None)?;
+        let sealed = porep::seal_c1(&spec, &dir.join("sector"), &mut rand::thread_rng())?;
+        std::fs::write(dir.join("c1-raw.json"), sealed.c1.to_json()?)?;
+        std::fs::write(dir.join("sector.json"), serde_json::to_vec_pretty(&sealed.info)?)?;
+        report(
+            "seal",
+            t,
+            format!("sector {} {}", sealed.info.sector_id, spec.describe()),
+        );
+        return Ok(());
+    }
+    let (spec, _) = sector_info(&dir)?;
+    with_tree!(spec.shape(), Tree => step::<Tree>(&args, &dir, &spec.config()?))
+}
+
+fn step<Tree: 'static + MerkleTreeTrait>(args: &[String], dir: &Path, config: &PoRepConfig) -> Result<()> {
     let t = Instant::now();
     match args.first().map(String::as_str) {
-        Some("seal") => {
-            let dir = dir()?;
-            std::fs::create_dir_all(&dir)?;
-            let sealed = porep::seal_c1(SECTOR_SIZE_2_KIB, &dir.join("sector"), &mut rand::thread_rng())?;
-            std::fs::write(dir.join("c1.json"), serde_json::to_vec(&sealed.output)?)?;
-            std::fs::write(dir.join("sector.json"), serde_json::to_vec_pretty(&sealed.info)?)?;
-            report("seal", t, format!("sector {}", sealed.info.sector_id));
-        }
         Some("params-proofline") => {
-            let config = config()?;
-            let id = porep::cache_id::<Tree2KiB>(&config)?;
+            let id = porep::cache_id::<Tree>(config)?;
             let cache = parameter_cache_dir();
             std::fs::create_dir_all(&cache)?;
             let path = cache.join(parameter_id(&id));
             ensure!(!path.exists(), "{} exists: use an empty cache", path.display());
             let vk = write_parameters_with_progress(
-                porep::blank_circuit::<Tree2KiB>(&config)?,
+                porep::blank_circuit::<Tree>(config)?,
                 &Trapdoor::random(&mut rand::rngs::OsRng),
                 &path,
                 &(),
@@ -90,13 +107,12 @@ fn main() -> Result<()> {
             );
         }
         Some("params-bellperson") => {
-            let config = config()?;
-            let pp = porep::public_params::<Tree2KiB>(&config)?;
-            let id = porep::cache_id::<Tree2KiB>(&config)?;
+            let pp = porep::public_params::<Tree>(config)?;
+            let id = porep::cache_id::<Tree>(config)?;
             let path = parameter_cache_dir().join(parameter_id(&id));
             ensure!(!path.exists(), "{} exists: use an empty cache", path.display());
             let mut rng = rand::rngs::OsRng;
-            <StackedCompound<Tree2KiB, DefaultPieceHasher> as CompoundProof<_, _>>::groth_params(
+            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::groth_params(
                 Some(&mut rng),
                 &pp.vanilla_params,
             )?;
@@ -107,11 +123,11 @@ fn main() -> Result<()> {
             );
         }
         Some("c2-proofline") => {
-            let (config, c1, info) = read_c1(&dir()?)?;
+            let (config, c1, info) = read_c1_as::<Tree>(dir)?;
             let pw: usize = args.get(2).map_or(Ok(1), |s| s.parse())?;
             let cached = cached_parameters(
-                &porep::cache_id::<Tree2KiB>(&config)?,
-                || -> Result<porep::PorepCircuit<Tree2KiB>> {
+                &porep::cache_id::<Tree>(&config)?,
+                || -> Result<porep::PorepCircuit<Tree>> {
                     bail!("no parameters: run params-proofline first")
                 },
                 PointCheck::Unchecked,
@@ -121,11 +137,12 @@ fn main() -> Result<()> {
             let cold = t;
             let t = Instant::now();
             let (circuits, _): (Vec<_>, Vec<_>) =
-                porep::porep_circuits::<Tree2KiB>(&config, &c1)?.into_iter().unzip();
+                porep::porep_circuits::<Tree>(&config, &c1)?.into_iter().unzip();
             let run = prove_circuits(circuits, Arc::new(cached.params), pw)?;
             let proof = prover_core::Proof::many_to_bytes(&run.proofs);
             let prove_s = t.elapsed().as_secs_f64();
-            let ok = porep::verify_c2::<Tree2KiB>(&config, &c1, info.prover_id()?, info.sector_id, &proof)?;
+            let statement = porep::SealStatement::of(&config, &AnyC1::new(c1)?, info.prover_id()?, info.sector_id);
+            let ok = statement.verify(&proof)?;
             ensure!(ok, "verify_seal rejected proofline's proof");
             report("c2-proofline-cold", cold, "parameters read + prove + verify".into());
             report(
@@ -141,11 +158,10 @@ fn main() -> Result<()> {
             // seal_commit_phase2 reads its parameters itself (memory-mapped, points decoded as
             // they are used) and verifies the proof before it returns. Twice in one process:
             // the second call finds the parameter file in filecoin-proofs' in-memory cache.
-            let dir = dir()?;
             for step in ["c2-filecoin-first", "c2-filecoin-second"] {
                 let t = Instant::now();
-                let (config, c1, info) = read_c1(&dir)?;
-                let out = filecoin_proofs::seal_commit_phase2::<Tree2KiB>(
+                let (config, c1, info) = read_c1_as::<Tree>(dir)?;
+                let out = filecoin_proofs::seal_commit_phase2::<Tree>(
                     &config,
                     c1,
                     info.prover_id()?,
@@ -154,7 +170,7 @@ fn main() -> Result<()> {
                 report(step, t, format!("proof_bytes {}", out.proof.len()));
             }
         }
-        _ => bail!("usage: porep_bench seal DIR | params-proofline | params-bellperson | c2-proofline DIR [PW] | c2-filecoin DIR"),
+        _ => bail!("usage: porep_bench seal DIR [SIZE [VARIANT]] | params-proofline DIR | params-bellperson DIR | c2-proofline DIR [PW] | c2-filecoin DIR"),
     }
     Ok(())
 }

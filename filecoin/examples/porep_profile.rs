@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use backend_cpu::msm::{msm, msm_terms};
 use backend_cpu::ntt::{quotient, Domain};
-use filecoin_proofs::SECTOR_SIZE_2_KIB;
+use proofline_filecoin::c1::{read_c1, AnyC1, C1File};
 use proofline_filecoin::porep;
 use proofline_filecoin::{cached_parameters, Tree2KiB};
 use prover_core::stages::density::{into_canonical, ScalarBytes};
@@ -31,11 +31,16 @@ fn main() -> Result<()> {
             .nth(1)
             .context("usage: porep_profile DIR")?,
     );
-    let config = porep::registered_proof(SECTOR_SIZE_2_KIB)?.as_v1_config();
-    let c1 = match porep::read_c1(&dir.join("c1.json"))? {
-        porep::C1File::Wrapped(w) => porep::raw_c1(&w)?,
-        porep::C1File::Raw(r) => *r,
+    let info: porep::SectorInfo =
+        serde_json::from_slice(&std::fs::read(dir.join("sector.json"))?)?;
+    let spec = info.spec()?;
+    let config = spec.config()?;
+    let c1 = match read_c1(&dir.join("c1-raw.json"), Some(spec.sector_size))? {
+        C1File::Wrapped(w) => AnyC1::from_wrapped(*w)?,
+        C1File::Raw(r) => r,
     };
+    // A 2 KiB sector's (the 8-0-0 shape).
+    let c1 = c1.into_tree::<Tree2KiB>()?;
     let cached = cached_parameters(
         &porep::cache_id::<Tree2KiB>(&config)?,
         || -> Result<porep::PorepCircuit<Tree2KiB>> { anyhow::bail!("no parameters") },

@@ -25,6 +25,7 @@ use prover_core::{
     write_parameters_with_progress, Accelerator, CpuSynthesizer, Engine, GenProgress, Parameters,
     PointCheck, Proof, Trapdoor,
 };
+use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id, CacheableParameters};
@@ -33,9 +34,12 @@ use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
+pub mod c1;
 pub mod porep;
 mod porep_circuit;
 pub mod seal;
+pub mod shape;
+pub mod variant;
 
 pub use filecoin_proofs;
 pub use storage_proofs_core;
@@ -256,6 +260,35 @@ pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
         generate_seconds,
         read_seconds,
         trust,
+    })
+}
+
+/// filecoin-proofs' PoSt config for a sector size: its challenge and sector counts per partition
+/// (filecoin-proofs' constants), the PoSt type and the API version (`V1_0_0`, or `V1_2_0` for
+/// the `StackedDrgWindow*V1_2` proofs that Curio's and Lotus' V1_1 numbers map to).
+pub fn post_config(sector_size: u64, typ: PoStType, api_version: ApiVersion) -> Result<PoStConfig> {
+    shape::Shape::of(sector_size)?;
+    let (challenge_count, sector_count) = match typ {
+        PoStType::Winning => (
+            filecoin_proofs::WINNING_POST_CHALLENGE_COUNT,
+            filecoin_proofs::WINNING_POST_SECTOR_COUNT,
+        ),
+        PoStType::Window => (
+            filecoin_proofs::WINDOW_POST_CHALLENGE_COUNT,
+            *filecoin_proofs::WINDOW_POST_SECTOR_COUNT
+                .read()
+                .map_err(|_| anyhow::anyhow!("filecoin-proofs' sector counts are poisoned"))?
+                .get(&sector_size)
+                .with_context(|| format!("no WindowPoSt sector count for {sector_size} bytes"))?,
+        ),
+    };
+    Ok(PoStConfig {
+        sector_size: sector_size.into(),
+        challenge_count,
+        sector_count,
+        typ,
+        priority: false,
+        api_version,
     })
 }
 

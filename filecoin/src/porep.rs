@@ -1,23 +1,19 @@
 //! PoRep: a sector sealed through C1 by filecoin-proofs, and its C2 (the Groth16 proof of every
-//! partition) proven by proofline's engine and checked by `verify_seal`.
+//! partition) proven by proofline's engine and checked by `verify_seal`, at every sector shape
+//! and for every seal proof variant whose proof is the partitions' proofs.
 //!
-//! A C1 output arrives in one of two forms: filecoin-proofs-api's wrapper (what Lotus and Curio
-//! hand around, through filecoin-ffi, as JSON; it names the registered proof) or filecoin-proofs'
-//! raw `SealCommitPhase1Output` (JSON too; it does not say its sector size). Neither carries the
-//! prover id and sector number that `verify_seal` needs: `seal` writes them to `sector.json` next
-//! to the outputs, and a caller may give them instead.
+//! A C1 output carries neither the prover id and sector number that `verify_seal` needs nor,
+//! at a test size, the PoRep id: `seal` writes them to `sector.json` next to the outputs, and a
+//! caller may give them instead.
 
 use std::path::Path;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
-    as_safe_commitment, parameters::setup_params, seal_commit_phase1, DefaultPieceDomain,
-    DefaultPieceHasher, PoRepConfig, ProverId, SealCommitPhase1Output, SealPreCommitOutput,
-    SectorShape2KiB,
-};
-use filecoin_proofs_api::seal::{
-    SealCommitPhase1Output as ApiC1Output, VanillaSealProof as ApiVanillaProofs,
+    as_safe_commitment, clear_synthetic_proofs, generate_synth_proofs,
+    parameters::setup_params, seal_commit_phase1, DefaultPieceDomain, DefaultPieceHasher,
+    PoRepConfig, ProverId, SealCommitPhase1Output, SealPreCommitOutput,
 };
 use filecoin_proofs_api::RegisteredSealProof;
 use rand::{Rng, RngCore};
@@ -29,32 +25,28 @@ use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_core::sector::SectorId;
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
+use crate::c1::AnyC1;
 use crate::seal::seal_sector;
-use crate::{cached_parameters, CachedParameters};
+use crate::shape::Shape;
+use crate::variant::{SealSpec, SealVariant};
+use crate::{cached_parameters, on_c1, with_tree, CachedParameters};
 use prover_core::{GenProgress, PointCheck};
 
-pub use crate::porep_circuit::{Partition, PorepCircuit};
-
-/// The registered proof (API version 1.1, interactive PoRep) of a sector size.
-pub fn registered_proof(sector_size: u64) -> Result<RegisteredSealProof> {
-    use RegisteredSealProof::*;
-    Ok(match sector_size {
-        2_048 => StackedDrg2KiBV1_1,
-        8_388_608 => StackedDrg8MiBV1_1,
-        536_870_912 => StackedDrg512MiBV1_1,
-        34_359_738_368 => StackedDrg32GiBV1_1,
-        68_719_476_736 => StackedDrg64GiBV1_1,
-        other => bail!(
-            "no Filecoin PoRep for sectors of {other} bytes (2KiB, 8MiB, 512MiB, 32GiB or 64GiB)"
-        ),
-    })
-}
+pub use crate::porep_circuit::{AnyPorepCircuit, Partition, PorepCircuit};
 
 /// What `verify_seal` needs besides the C1 output, as `seal` writes it to `sector.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SectorInfo {
-    /// The registered proof, as filecoin-proofs-api names it (`StackedDrg2KiBV1_1`).
-    pub registered_proof: RegisteredSealProof,
+    /// The registered proof, as filecoin-proofs-api names it (`StackedDrg2KiBV1_1`); none at a
+    /// test size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered_proof: Option<RegisteredSealProof>,
+    /// The proof variant (`v1`, `v1_1`, `synthetic`, `ni`).
+    #[serde(default = "default_variant")]
+    pub variant: SealVariant,
+    /// The PoRep id in hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub porep_id: Option<String>,
     /// Sector size in bytes.
     pub sector_size: u64,
     /// The sector number.
@@ -67,7 +59,12 @@ pub struct SectorInfo {
     pub comm_d: String,
 }
 
-fn to_hex(b: &[u8]) -> String {
+fn default_variant() -> SealVariant {
+    SealVariant::V1_1
+}
+
+/// Bytes as lowercase hex.
+pub fn to_hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
@@ -90,15 +87,61 @@ impl SectorInfo {
     pub fn prover_id(&self) -> Result<ProverId> {
         parse_hex32(&self.prover_id).context("sector.json: prover_id")
     }
+
+    /// The sector's seal proof.
+    pub fn spec(&self) -> Result<SealSpec> {
+        if let Some(proof) = self.registered_proof {
+            let spec = SealSpec::registered(proof);
+            ensure!(
+                spec.sector_size == self.sector_size,
+                "sector.json: {proof:?} is not of {} bytes",
+                self.sector_size
+            );
+            return Ok(spec);
+        }
+        let porep_id = match &self.porep_id {
+            Some(hex) => Some(parse_hex32(hex).context("sector.json: porep_id")?),
+            None => None,
+        };
+        SealSpec::new(self.sector_size, self.variant, porep_id).context("sector.json")
+    }
 }
 
-/// A sector sealed through C1: the C1 output in filecoin-proofs-api's wrapper and the sector's
-/// identity.
+/// A sector sealed through C1: its seal proof, C1 output and identity.
 pub struct SealedC1 {
-    /// The C1 output as Lotus and Curio hand it around.
-    pub output: ApiC1Output,
+    /// The seal proof.
+    pub spec: SealSpec,
+    /// The C1 output (the raw form).
+    pub c1: AnyC1,
     /// Sector number, prover id and commitments.
     pub info: SectorInfo,
+    /// The sealed sector on disk (its replica and cache stay for PoSt and SnapDeals).
+    pub sector: crate::seal::SealedSector,
+}
+
+impl SealedC1 {
+    /// filecoin-proofs' config of the seal proof.
+    pub fn config(&self) -> Result<PoRepConfig> {
+        self.spec.config()
+    }
+
+    /// The C1 output in filecoin-proofs-api's wrapper, as Lotus and Curio hand it around (the
+    /// registered proofs only; a test size has none).
+    pub fn wrapped(&self) -> Option<Result<filecoin_proofs_api::seal::SealCommitPhase1Output>> {
+        self.spec
+            .registered_proof()
+            .map(|proof| self.c1.to_wrapped(proof))
+    }
+
+    /// The statement `verify_seal` checks a proof of this sector against.
+    pub fn statement(&self) -> Result<SealStatement> {
+        Ok(SealStatement::of(
+            &self.config()?,
+            &self.c1,
+            self.info.prover_id()?,
+            self.info.sector_id,
+        ))
+    }
 }
 
 /// Random 32 bytes that are a valid field element (the top two bits clear).
@@ -108,21 +151,39 @@ pub fn field_bytes(rng: &mut impl RngCore) -> [u8; 32] {
     b
 }
 
-/// Seals a sector of random data through pre-commit 1 and 2 and commit 1 in `dir`, with a
-/// random prover id, ticket and seed. 2KiB, 8MiB and 512MiB sectors.
-pub fn seal_c1(sector_size: u64, dir: &Path, rng: &mut impl RngCore) -> Result<SealedC1> {
-    let registered = registered_proof(sector_size)?;
-    let config = registered.as_v1_config();
+/// Seals a sector of random data through pre-commit 1 and 2 (and, for Synthetic PoRep, the
+/// synthetic proofs) and commit 1 in `dir`, with a random prover id, ticket and seed.
+pub fn seal_c1(spec: &SealSpec, dir: &Path, rng: &mut impl RngCore) -> Result<SealedC1> {
+    with_tree!(spec.shape(), Tree => seal_c1_as::<Tree>(spec, dir, rng))
+}
+
+fn seal_c1_as<Tree: 'static + MerkleTreeTrait>(
+    spec: &SealSpec,
+    dir: &Path,
+    rng: &mut impl RngCore,
+) -> Result<SealedC1> {
+    let config = spec.config()?;
     let prover_id = field_bytes(rng);
-    // 2KiB, 8MiB and 512MiB sectors share one tree shape.
-    ensure!(
-        sector_size <= 536_870_912,
-        "sealing {sector_size}-byte sectors here is out of scope (2KiB, 8MiB or 512MiB); C2 \
-         takes any size's C1 output"
-    );
-    let sealed = seal_sector::<SectorShape2KiB>(&config, dir, prover_id, rng)?;
+    let sealed = seal_sector::<Tree>(&config, dir, prover_id, rng)?;
+    let pre_commit = SealPreCommitOutput {
+        comm_r: sealed.comm_r,
+        comm_d: sealed.comm_d,
+    };
+    let synthetic = config.feature_enabled(ApiFeature::SyntheticPoRep);
+    if synthetic {
+        generate_synth_proofs::<_, Tree>(
+            &config,
+            &sealed.cache,
+            &sealed.replica,
+            prover_id,
+            sealed.sector_id,
+            sealed.ticket,
+            pre_commit.clone(),
+            &sealed.pieces,
+        )?;
+    }
     let seed = field_bytes(rng);
-    let c1 = seal_commit_phase1::<_, SectorShape2KiB>(
+    let c1 = seal_commit_phase1::<_, Tree>(
         &config,
         &sealed.cache,
         &sealed.replica,
@@ -130,162 +191,28 @@ pub fn seal_c1(sector_size: u64, dir: &Path, rng: &mut impl RngCore) -> Result<S
         sealed.sector_id,
         sealed.ticket,
         seed,
-        SealPreCommitOutput {
-            comm_r: sealed.comm_r,
-            comm_d: sealed.comm_d,
-        },
+        pre_commit,
         &sealed.pieces,
     )?;
-    let vanilla_proofs = match sector_size {
-        2_048 => ApiVanillaProofs::StackedDrg2KiBV1(c1.vanilla_proofs),
-        8_388_608 => ApiVanillaProofs::StackedDrg8MiBV1(c1.vanilla_proofs),
-        _ => ApiVanillaProofs::StackedDrg512MiBV1(c1.vanilla_proofs),
-    };
+    if synthetic {
+        clear_synthetic_proofs(&sealed.cache)?;
+    }
     let info = SectorInfo {
-        registered_proof: registered,
-        sector_size,
+        registered_proof: spec.registered_proof(),
+        variant: spec.variant,
+        porep_id: Some(to_hex(&spec.porep_id)),
+        sector_size: spec.sector_size,
         sector_id: u64::from(sealed.sector_id),
         prover_id: to_hex(&prover_id),
         comm_r: to_hex(&c1.comm_r),
         comm_d: to_hex(&c1.comm_d),
     };
     Ok(SealedC1 {
-        output: ApiC1Output {
-            registered_proof: registered,
-            vanilla_proofs,
-            comm_r: c1.comm_r,
-            comm_d: c1.comm_d,
-            replica_id: c1.replica_id,
-            seed: c1.seed,
-            ticket: c1.ticket,
-        },
+        spec: spec.clone(),
+        c1: AnyC1::new(c1)?,
         info,
+        sector: sealed,
     })
-}
-
-/// The sector size whose tree shape a wrapped C1 output's vanilla proofs have.
-fn proofs_sector_size(proofs: &ApiVanillaProofs) -> u64 {
-    match proofs {
-        ApiVanillaProofs::StackedDrg2KiBV1(_) => 2_048,
-        ApiVanillaProofs::StackedDrg8MiBV1(_) => 8_388_608,
-        ApiVanillaProofs::StackedDrg512MiBV1(_) => 536_870_912,
-        ApiVanillaProofs::StackedDrg32GiBV1(_) => 34_359_738_368,
-        ApiVanillaProofs::StackedDrg64GiBV1(_) => 68_719_476_736,
-    }
-}
-
-/// The raw filecoin-proofs form of a wrapped C1 output of a 2KiB, 8MiB or 512MiB sector (the
-/// three share one tree shape); its registered proof must name the size its proofs are of.
-pub fn raw_c1(output: &ApiC1Output) -> Result<SealCommitPhase1Output<SectorShape2KiB>> {
-    let size = u64::from(output.registered_proof.sector_size());
-    let shape_size = proofs_sector_size(&output.vanilla_proofs);
-    ensure!(
-        size == shape_size,
-        "the C1 output names {:?} ({size} bytes) but holds proofs of {shape_size}-byte sectors",
-        output.registered_proof
-    );
-    let proofs = match &output.vanilla_proofs {
-        ApiVanillaProofs::StackedDrg2KiBV1(p)
-        | ApiVanillaProofs::StackedDrg8MiBV1(p)
-        | ApiVanillaProofs::StackedDrg512MiBV1(p) => p.clone(),
-        _ => bail!(
-            "C2 of {shape_size}-byte sectors is not supported yet (2KiB, 8MiB and 512MiB are)"
-        ),
-    };
-    Ok(SealCommitPhase1Output {
-        vanilla_proofs: proofs,
-        comm_r: output.comm_r,
-        comm_d: output.comm_d,
-        replica_id: output.replica_id,
-        seed: output.seed,
-        ticket: output.ticket,
-    })
-}
-
-/// A C1 output read from a file.
-pub enum C1File {
-    /// filecoin-proofs-api's wrapper (Lotus, Curio, `seal`'s `c1.json`).
-    Wrapped(Box<ApiC1Output>),
-    /// filecoin-proofs' raw struct (`seal`'s `c1-raw.json`); its sector size is not in it.
-    Raw(Box<SealCommitPhase1Output<SectorShape2KiB>>),
-}
-
-/// Keys whose 32 bytes are not field elements (the interactive randomness).
-const NOT_FIELD_ELEMENTS: [&str; 2] = ["seed", "ticket"];
-
-/// Checks every field element of a C1 output in its JSON form: every array of 32 byte values
-/// (a commitment, the replica id, a tree node or path hash in a vanilla proof) must be a
-/// canonical BLS12-381 scalar (little endian, below the modulus), or filecoin-proofs panics on
-/// it. The error names the first bad one by its path in the file (`vanilla_proofs[0][3]...`).
-pub fn check_field_elements(json: &serde_json::Value) -> Result<()> {
-    fn walk(v: &serde_json::Value, path: &mut String) -> Result<()> {
-        match v {
-            serde_json::Value::Array(items) => {
-                let bytes: Option<Vec<u8>> = (items.len() == 32)
-                    .then(|| {
-                        items
-                            .iter()
-                            .map(|x| x.as_u64().and_then(|b| u8::try_from(b).ok()))
-                            .collect()
-                    })
-                    .flatten();
-                if let Some(bytes) = bytes {
-                    let repr: [u8; 32] = bytes.try_into().expect("32 bytes");
-                    ensure!(
-                        bool::from(blstrs::Scalar::from_bytes_le(&repr).is_some()),
-                        "the C1 output's {path} is not a canonical field element (32 \
-                         little-endian bytes below the BLS12-381 scalar modulus): the file is \
-                         damaged or not from a C1 of this proof"
-                    );
-                    return Ok(());
-                }
-                for (i, item) in items.iter().enumerate() {
-                    let len = path.len();
-                    path.push_str(&format!("[{i}]"));
-                    walk(item, path)?;
-                    path.truncate(len);
-                }
-            }
-            serde_json::Value::Object(map) => {
-                for (key, item) in map {
-                    if NOT_FIELD_ELEMENTS.contains(&key.as_str()) {
-                        continue;
-                    }
-                    let len = path.len();
-                    if !path.is_empty() {
-                        path.push('.');
-                    }
-                    path.push_str(key);
-                    walk(item, path)?;
-                    path.truncate(len);
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-    walk(json, &mut String::new())
-}
-
-/// Reads a C1 output in either form; every field element in it is checked (see
-/// [`check_field_elements`]).
-pub fn read_c1(path: &Path) -> Result<C1File> {
-    let bytes = prover_core::files::read_input(path, prover_core::files::InputKind::C1Output)?;
-    if let Ok(json) = serde_json::from_slice::<serde_json::Value>(&bytes) {
-        check_field_elements(&json).with_context(|| format!("reading {}", path.display()))?;
-    }
-    let wrapped = match serde_json::from_slice::<ApiC1Output>(&bytes) {
-        Ok(w) => return Ok(C1File::Wrapped(Box::new(w))),
-        Err(e) => e,
-    };
-    match serde_json::from_slice::<SealCommitPhase1Output<SectorShape2KiB>>(&bytes) {
-        Ok(raw) => Ok(C1File::Raw(Box::new(raw))),
-        Err(raw) => bail!(
-            "{} is not a C1 output: as filecoin-proofs-api's SealCommitPhase1Output: {wrapped}; \
-             as filecoin-proofs' raw SealCommitPhase1Output: {raw}",
-            path.display()
-        ),
-    }
 }
 
 /// The public parameters of a PoRep (as filecoin-proofs' `seal_commit_phase2` sets them up).
@@ -350,8 +277,8 @@ pub fn porep_circuits<Tree: 'static + MerkleTreeTrait>(
 ) -> Result<Vec<(PorepCircuit<Tree>, Vec<blstrs::Scalar>)>> {
     ensure!(
         !config.feature_enabled(ApiFeature::NonInteractivePoRep),
-        "non-interactive PoRep aggregates its partition proofs (SnarkPack), which proofline does \
-         not do"
+        "a Non-Interactive PoRep proof is one SnarkPack aggregate of its partitions' proofs, \
+         which proofline does not build"
     );
     ensure!(c1.comm_d != [0; 32], "invalid all-zero commitment (comm_d)");
     ensure!(c1.comm_r != [0; 32], "invalid all-zero commitment (comm_r)");
@@ -404,6 +331,36 @@ pub fn porep_circuits<Tree: 'static + MerkleTreeTrait>(
         .collect()
 }
 
+/// The PoRep parameters of any shape (see [`parameters`]).
+pub fn parameters_for(
+    config: &PoRepConfig,
+    check: PointCheck,
+    progress: &dyn GenProgress,
+) -> Result<CachedParameters> {
+    let shape = Shape::of(u64::from(config.sector_size))?;
+    with_tree!(shape, Tree => parameters::<Tree>(config, check, progress))
+}
+
+/// [`porep_circuits`] for a C1 output of any shape, whose shape must be the config's.
+pub fn circuits(
+    config: &PoRepConfig,
+    c1: &AnyC1,
+) -> Result<Vec<(AnyPorepCircuit, Vec<blstrs::Scalar>)>> {
+    let size = u64::from(config.sector_size);
+    ensure!(
+        Shape::of(size)? == c1.shape(),
+        "the C1 output is of a {} sector's tree shape; a {}-byte sector's is {}: is the sector \
+         size right?",
+        c1.shape().name(),
+        size,
+        Shape::of(size)?.name()
+    );
+    on_c1!(c1, c, Tree => Ok(porep_circuits::<Tree>(config, c)?
+        .into_iter()
+        .map(|(circuit, inputs)| (AnyPorepCircuit::from(circuit), inputs))
+        .collect()))
+}
+
 /// What `verify_seal` checks a C2 proof against: the sector's config and commitments, its
 /// ticket and seed, the prover and the sector number (the part of a C1 output and its
 /// `sector.json` a verifier needs, without the vanilla proofs).
@@ -427,18 +384,14 @@ pub struct SealStatement {
 
 impl SealStatement {
     /// The statement of a C1 output, its prover and its sector number.
-    pub fn of<Tree: 'static + MerkleTreeTrait>(
-        config: &PoRepConfig,
-        c1: &SealCommitPhase1Output<Tree>,
-        prover_id: ProverId,
-        sector_id: u64,
-    ) -> Self {
+    pub fn of(config: &PoRepConfig, c1: &AnyC1, prover_id: ProverId, sector_id: u64) -> Self {
+        let (ticket, seed) = on_c1!(c1, c, _T => (c.ticket, c.seed));
         SealStatement {
             config: config.clone(),
-            comm_r: c1.comm_r,
-            comm_d: c1.comm_d,
-            ticket: c1.ticket,
-            seed: c1.seed,
+            comm_r: c1.comm_r(),
+            comm_d: c1.comm_d(),
+            ticket,
+            seed,
             prover_id,
             sector_id,
         }
@@ -446,8 +399,9 @@ impl SealStatement {
 
     /// filecoin-proofs' `verify_seal` on proof bytes in the MultiProof layout (the
     /// partitions' 192-byte proofs, concatenated).
-    pub fn verify<Tree: 'static + MerkleTreeTrait>(&self, proof: &[u8]) -> Result<bool> {
-        filecoin_proofs::verify_seal::<Tree>(
+    pub fn verify(&self, proof: &[u8]) -> Result<bool> {
+        let shape = Shape::of(u64::from(self.config.sector_size))?;
+        with_tree!(shape, Tree => filecoin_proofs::verify_seal::<Tree>(
             &self.config,
             self.comm_r,
             self.comm_d,
@@ -456,17 +410,6 @@ impl SealStatement {
             self.ticket,
             self.seed,
             proof,
-        )
+        ))
     }
-}
-
-/// `verify_seal` on proof bytes in the MultiProof layout.
-pub fn verify_c2<Tree: 'static + MerkleTreeTrait>(
-    config: &PoRepConfig,
-    c1: &SealCommitPhase1Output<Tree>,
-    prover_id: ProverId,
-    sector_id: u64,
-    proof: &[u8],
-) -> Result<bool> {
-    SealStatement::of(config, c1, prover_id, sector_id).verify::<Tree>(proof)
 }

@@ -7,8 +7,10 @@
 use std::sync::Arc;
 
 use backend_cpu::CpuBackend;
-use filecoin_proofs::SECTOR_SIZE_2_KIB;
-use proofline_filecoin::porep::{self, C1File};
+use filecoin_proofs::{SealCommitPhase1Output, SECTOR_SIZE_2_KIB};
+use proofline_filecoin::c1::{check_field_elements, read_c1, AnyC1, C1File};
+use proofline_filecoin::porep::{self, SealStatement, SealedC1};
+use proofline_filecoin::variant::{SealSpec, SealVariant};
 use proofline_filecoin::{cached_parameters, prove_circuits, Tree2KiB};
 use prover_core::accounting::ledger::StageLedger;
 use prover_core::stages::Randomness;
@@ -16,6 +18,34 @@ use prover_core::{
     prove_with_randomness, Accelerator, CpuSynthesizer, Error, PceSynthesizer, PointCheck,
     Precompiled, Proof, Stages, Synthesizer,
 };
+
+fn seal_2k(dir: &std::path::Path) -> SealedC1 {
+    let spec = SealSpec::new(SECTOR_SIZE_2_KIB, SealVariant::V1_1, None).unwrap();
+    porep::seal_c1(&spec, dir, &mut rand::thread_rng()).unwrap()
+}
+
+fn raw(sealed: &SealedC1) -> SealCommitPhase1Output<Tree2KiB> {
+    sealed.c1.clone().into_tree().unwrap()
+}
+
+fn verify(
+    config: &filecoin_proofs::PoRepConfig,
+    c1: &SealCommitPhase1Output<Tree2KiB>,
+    prover_id: [u8; 32],
+    sector_id: u64,
+    proof: &[u8],
+) -> anyhow::Result<bool> {
+    SealStatement {
+        config: config.clone(),
+        comm_r: c1.comm_r,
+        comm_d: c1.comm_d,
+        ticket: c1.ticket,
+        seed: c1.seed,
+        prover_id,
+        sector_id,
+    }
+    .verify(proof)
+}
 
 /// Pre-compiled synthesis (matrices recorded from the circuit) proves the same bytes as
 /// bellpepper's constraint system for the same r and s; returns that proof.
@@ -53,11 +83,10 @@ fn porep_2kib_c2_is_accepted_by_verify_seal() {
     // The only test of this binary that touches filecoin-proofs' settings.
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", cache.path());
     let sectors = tempfile::tempdir().unwrap();
-    let mut rng = rand::thread_rng();
-    let sealed = porep::seal_c1(SECTOR_SIZE_2_KIB, sectors.path(), &mut rng).unwrap();
-    let other = porep::seal_c1(SECTOR_SIZE_2_KIB, sectors.path(), &mut rng).unwrap();
-    let config = sealed.output.registered_proof.as_v1_config();
-    let c1 = porep::raw_c1(&sealed.output).unwrap();
+    let sealed = seal_2k(sectors.path());
+    let other = seal_2k(sectors.path());
+    let config = sealed.config().unwrap();
+    let c1 = raw(&sealed);
 
     let cached = porep::parameters::<Tree2KiB>(&config, PointCheck::Unchecked, &()).unwrap();
     assert!(cached.generated);
@@ -76,18 +105,18 @@ fn porep_2kib_c2_is_accepted_by_verify_seal() {
 
     let prover_id = sealed.info.prover_id().unwrap();
     let sector_id = sealed.info.sector_id;
-    assert!(porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &proof).unwrap());
-    assert!(porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &pce_proof).unwrap());
+    assert!(verify(&config, &c1, prover_id, sector_id, &proof).unwrap());
+    assert!(verify(&config, &c1, prover_id, sector_id, &pce_proof).unwrap());
 
     // Negative twins: a flipped byte, another sector's C1 output, another prover id.
     let mut flipped = proof.clone();
     flipped[100] ^= 1;
     assert!(
-        !porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &flipped)
+        !verify(&config, &c1, prover_id, sector_id, &flipped)
             .unwrap_or(false)
     );
-    let other_c1 = porep::raw_c1(&other.output).unwrap();
-    assert!(!porep::verify_c2::<Tree2KiB>(
+    let other_c1 = raw(&other);
+    assert!(!verify(
         &config,
         &other_c1,
         other.info.prover_id().unwrap(),
@@ -97,7 +126,7 @@ fn porep_2kib_c2_is_accepted_by_verify_seal() {
     .unwrap());
     let mut wrong_prover = prover_id;
     wrong_prover[0] ^= 1;
-    assert!(!porep::verify_c2::<Tree2KiB>(&config, &c1, wrong_prover, sector_id, &proof).unwrap());
+    assert!(!verify(&config, &c1, wrong_prover, sector_id, &proof).unwrap());
 
     // The parameters are found (not generated) the second time, with their .vk next to them.
     let id = porep::cache_id::<Tree2KiB>(&config).unwrap();
@@ -119,11 +148,10 @@ fn porep_2kib_c2_is_accepted_by_verify_seal() {
 #[test]
 fn precompiled_synthesis_assigns_the_challenges_in_parallel_to_the_same_partition() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rng = rand::thread_rng();
-    let sealed = porep::seal_c1(SECTOR_SIZE_2_KIB, &dir.path().join("a"), &mut rng).unwrap();
-    let other = porep::seal_c1(SECTOR_SIZE_2_KIB, &dir.path().join("b"), &mut rng).unwrap();
-    let config = sealed.output.registered_proof.as_v1_config();
-    let c1 = porep::raw_c1(&sealed.output).unwrap();
+    let sealed = seal_2k(&dir.path().join("a"));
+    let other = seal_2k(&dir.path().join("b"));
+    let config = sealed.config().unwrap();
+    let c1 = raw(&sealed);
     let (circuit, _) = porep::porep_circuits::<Tree2KiB>(&config, &c1)
         .unwrap()
         .remove(0);
@@ -140,8 +168,8 @@ fn precompiled_synthesis_assigns_the_challenges_in_parallel_to_the_same_partitio
         CpuSynthesizer.synthesize(circuit).unwrap()
     );
 
-    let mut wrong = porep::raw_c1(&sealed.output).unwrap();
-    wrong.comm_d = porep::raw_c1(&other.output).unwrap().comm_d;
+    let mut wrong = raw(&sealed);
+    wrong.comm_d = raw(&other).comm_d;
     let (bad, _) = porep::porep_circuits::<Tree2KiB>(&config, &wrong)
         .unwrap()
         .remove(0);
@@ -158,43 +186,41 @@ fn precompiled_synthesis_assigns_the_challenges_in_parallel_to_the_same_partitio
 #[test]
 fn c1_files_round_trip_in_both_forms_and_bad_ones_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let sealed = porep::seal_c1(
-        SECTOR_SIZE_2_KIB,
-        &dir.path().join("s"),
-        &mut rand::thread_rng(),
-    )
-    .unwrap();
+    let sealed = seal_2k(&dir.path().join("s"));
     let wrapped = dir.path().join("c1.json");
-    let raw = dir.path().join("c1-raw.json");
-    std::fs::write(&wrapped, serde_json::to_vec(&sealed.output).unwrap()).unwrap();
-    std::fs::write(
-        &raw,
-        serde_json::to_vec(&porep::raw_c1(&sealed.output).unwrap()).unwrap(),
-    )
-    .unwrap();
-    match porep::read_c1(&wrapped).unwrap() {
-        C1File::Wrapped(w) => assert_eq!(w.comm_r, sealed.output.comm_r),
+    let raw_file = dir.path().join("c1-raw.json");
+    let api = sealed.wrapped().unwrap().unwrap();
+    std::fs::write(&wrapped, serde_json::to_vec(&api).unwrap()).unwrap();
+    std::fs::write(&raw_file, sealed.c1.to_json().unwrap()).unwrap();
+    match read_c1(&wrapped, None).unwrap() {
+        C1File::Wrapped(w) => assert_eq!(w.comm_r, sealed.c1.comm_r()),
         C1File::Raw(_) => panic!("the wrapper was read as the raw form"),
     }
-    let raw_c1 = match porep::read_c1(&raw).unwrap() {
-        C1File::Raw(r) => r,
+    let raw_c1 = match read_c1(&raw_file, Some(SECTOR_SIZE_2_KIB)).unwrap() {
+        C1File::Raw(r) => r.into_tree::<Tree2KiB>().unwrap(),
         C1File::Wrapped(_) => panic!("the raw form was read as the wrapper"),
     };
-    assert_eq!(raw_c1.comm_d, sealed.output.comm_d);
+    assert_eq!(raw_c1.comm_d, sealed.c1.comm_d());
+    // The raw form does not say its size: without one, an error that asks for it.
+    let err = read_c1(&raw_file, None).err().unwrap().to_string();
+    assert!(err.contains("--sector-size"), "{err}");
+    // Read as another shape, it is not a C1 output of that shape.
+    let err = read_c1(&raw_file, Some(16 << 10)).err().unwrap().to_string();
+    assert!(err.contains("16KiB"), "{err}");
 
     // A value that is not a canonical field element, anywhere: a clear error naming the field,
     // in both forms (filecoin-proofs would panic on it).
-    for (file, form) in [(&wrapped, "wrapper"), (&raw, "raw")] {
+    for (file, form) in [(&wrapped, "wrapper"), (&raw_file, "raw")] {
         let json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
-        porep::check_field_elements(&json).unwrap_or_else(|e| panic!("{form}: {e}"));
+        check_field_elements(&json).unwrap_or_else(|e| panic!("{form}: {e}"));
         let mut damaged = 0;
         for key in ["replica_id", "comm_d", "comm_r"] {
             let mut bad = json.clone();
             bad[key][31] = serde_json::json!(0xff);
             let path = dir.path().join(format!("bad-{key}-{form}.json"));
             std::fs::write(&path, serde_json::to_vec(&bad).unwrap()).unwrap();
-            let err = format!("{:#}", porep::read_c1(&path).err().unwrap());
+            let err = format!("{:#}", read_c1(&path, Some(SECTOR_SIZE_2_KIB)).err().unwrap());
             assert!(
                 err.contains(key) && err.contains("canonical"),
                 "{form}: {err}"
@@ -219,7 +245,7 @@ fn c1_files_round_trip_in_both_forms_and_bad_ones_are_refused() {
         node[31] = serde_json::json!(0xff);
         let path = dir.path().join(format!("bad-node-{form}.json"));
         std::fs::write(&path, serde_json::to_vec(&bad).unwrap()).unwrap();
-        let err = format!("{:#}", porep::read_c1(&path).err().unwrap());
+        let err = format!("{:#}", read_c1(&path, Some(SECTOR_SIZE_2_KIB)).err().unwrap());
         assert!(
             err.contains("vanilla_proofs") && err.contains("canonical"),
             "{form}: {err}"
@@ -253,43 +279,46 @@ fn c1_files_round_trip_in_both_forms_and_bad_ones_are_refused() {
     // Not a C1 output: a clear error naming the file, no panic.
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, b"{\"hello\": 1}").unwrap();
-    let err = porep::read_c1(&junk).err().unwrap().to_string();
+    let err = read_c1(&junk, Some(SECTOR_SIZE_2_KIB)).err().unwrap().to_string();
     assert!(err.contains("is not a C1 output"), "{err}");
-    let err = porep::read_c1(&dir.path().join("missing.json"))
+    let err = read_c1(&dir.path().join("missing.json"), None)
         .err()
         .unwrap();
     assert!(format!("{err:#}").contains("missing.json"), "{err:#}");
 
     // A C1 output checked the way seal_commit_phase2 checks it.
-    let config = sealed.output.registered_proof.as_v1_config();
-    let mut zero_seed = porep::raw_c1(&sealed.output).unwrap();
+    let config = sealed.config().unwrap();
+    let mut zero_seed = raw(&sealed);
     zero_seed.seed = [0; 32];
     let err = porep::porep_circuits::<Tree2KiB>(&config, &zero_seed)
         .err()
         .unwrap();
     assert!(err.to_string().contains("seed"), "{err}");
-    let mut empty = porep::raw_c1(&sealed.output).unwrap();
+    let mut empty = raw(&sealed);
     empty.vanilla_proofs.clear();
     let err = porep::porep_circuits::<Tree2KiB>(&config, &empty)
         .err()
         .unwrap();
     assert!(err.to_string().contains("no vanilla proofs"), "{err}");
     // A 32 GiB config for a 2 KiB sector's output: the partition count does not match.
-    let wrong = porep::registered_proof(32 << 30).unwrap().as_v1_config();
+    let wrong = SealSpec::new(32 << 30, SealVariant::V1_1, None)
+        .unwrap()
+        .config()
+        .unwrap();
     let err = porep::porep_circuits::<Tree2KiB>(&wrong, &raw_c1)
         .err()
         .unwrap();
     assert!(err.to_string().contains("partitions"), "{err}");
     // A wrapper whose registered proof disagrees with its proofs' shape.
-    let mut mislabeled = sealed.output.clone();
-    mislabeled.registered_proof = porep::registered_proof(8 << 20).unwrap();
-    let err = porep::raw_c1(&mislabeled).err().unwrap();
+    let mut mislabeled = api.clone();
+    mislabeled.registered_proof = SealVariant::V1_1.registered(8 << 20).unwrap();
+    let err = AnyC1::from_wrapped(mislabeled).err().unwrap();
     assert!(
         err.to_string().contains("holds proofs of 2048-byte"),
         "{err}"
     );
     // Sizes Filecoin does not have.
-    assert!(porep::registered_proof(4096).is_err());
+    assert!(SealSpec::new(8 << 10, SealVariant::V1_1, None).is_err());
     assert!(porep::parse_hex32("xyz").is_err());
     assert_eq!(porep::parse_hex32(&"ab".repeat(32)).unwrap(), [0xab; 32]);
 }

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use proofline_filecoin::{porep, Tree2KiB};
+use proofline_filecoin::c1::{read_c1, AnyC1, C1File};
+use proofline_filecoin::porep;
+use proofline_filecoin::variant::{SealSpec, SealVariant};
 use prover_core::accounting::ledger::{BufferKind, Stage};
 use prover_core::units::human_bytes;
 use prover_core::PointCheck;
@@ -30,9 +32,18 @@ pub struct C2Args {
     /// verify_seal takes).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Sector size (needed for a raw C1 output; the wrapper names its registered proof).
+    /// Sector size (needed for a raw C1 output without its sector.json; the wrapper names its
+    /// registered proof). The test sizes 4KiB, 16KiB and 32KiB have the production shapes.
     #[arg(long = "sector-size", value_parser = parse_size)]
     pub sector_size: Option<u64>,
+    /// The seal proof variant of a raw C1 output: v1, v1_1, synthetic or ni (default: its
+    /// sector.json's, else v1_1).
+    #[arg(long, value_parser = parse_variant)]
+    pub variant: Option<SealVariant>,
+    /// The PoRep id of a test size's sector, 64 hex digits (default: its sector.json's, else all
+    /// zeros); a registered size uses its registered proof's.
+    #[arg(long = "porep-id", value_parser = parse_porep_id)]
+    pub porep_id: Option<[u8; 32]>,
     /// Sector number, for verify_seal (default: sector.json next to the C1 file).
     #[arg(long = "sector-id")]
     pub sector_id: Option<u64>,
@@ -179,8 +190,18 @@ pub fn print_outcome(o: &PointOutcome) {
     );
 }
 
+/// `--variant`'s parser.
+pub fn parse_variant(s: &str) -> Result<SealVariant, String> {
+    SealVariant::parse(s).map_err(|e| e.to_string())
+}
+
+/// `--porep-id`'s parser.
+pub fn parse_porep_id(s: &str) -> Result<[u8; 32], String> {
+    porep::parse_hex32(s).map_err(|e| e.to_string())
+}
+
 /// `proofline filecoin seal`: a sector of random data through C1, its outputs written.
-pub fn seal(sector_size: u64, out: &Path, force: bool) -> anyhow::Result<()> {
+pub fn seal(spec: &SealSpec, out: &Path, force: bool) -> anyhow::Result<()> {
     let run = || -> anyhow::Result<()> {
         // Held while sealing: two seals into one folder would mix their files.
         let _claim =
@@ -207,7 +228,7 @@ pub fn seal(sector_size: u64, out: &Path, force: bool) -> anyhow::Result<()> {
         }
         let t = Instant::now();
         let sectors = out.join("sector");
-        let sealed = porep::seal_c1(sector_size, &sectors, &mut rand::thread_rng())?;
+        let sealed = porep::seal_c1(spec, &sectors, &mut rand::thread_rng())?;
         let seconds = t.elapsed().as_secs_f64();
         // Through temporary files renamed into place: never half a file under the real name.
         let write = |name: &str, bytes: Vec<u8>| -> anyhow::Result<PathBuf> {
@@ -215,22 +236,35 @@ pub fn seal(sector_size: u64, out: &Path, force: bool) -> anyhow::Result<()> {
             write_file(&path, &bytes).map_err(anyhow::Error::msg)?;
             Ok(path)
         };
-        let wrapped = write("c1.json", serde_json::to_vec(&sealed.output)?)?;
-        let raw = write(
-            "c1-raw.json",
-            serde_json::to_vec(&porep::raw_c1(&sealed.output)?)?,
-        )?;
+        let wrapped = match sealed.wrapped() {
+            Some(w) => Some(write("c1.json", serde_json::to_vec(&w?)?)?),
+            None => {
+                // A test size has no wrapper: no c1.json from an earlier seal may stay beside
+                // this sector's files.
+                let stale = out.join("c1.json");
+                if stale.exists() {
+                    std::fs::remove_file(&stale)
+                        .with_context(|| format!("removing {}", stale.display()))?;
+                }
+                None
+            }
+        };
+        let raw = write("c1-raw.json", sealed.c1.to_json()?)?;
         let info = write("sector.json", serde_json::to_vec_pretty(&sealed.info)?)?;
         say!(
-            "sealed a {} sector ({:?}, sector {}) through C1 in {seconds:.1} s",
-            human_bytes(sector_size),
-            sealed.info.registered_proof,
+            "sealed a {} sector through C1 in {seconds:.1} s: {}, tree shape {}, sector {}",
+            human_bytes(spec.sector_size),
+            spec.describe(),
+            spec.shape().name(),
             sealed.info.sector_id
         );
-        say!(
-            "  {}  C1 output, filecoin-proofs-api wrapper (as Lotus and Curio hand it)",
-            wrapped.display()
-        );
+        match wrapped {
+            Some(wrapped) => say!(
+                "  {}  C1 output, filecoin-proofs-api wrapper (as Lotus and Curio hand it)",
+                wrapped.display()
+            ),
+            None => say!("  (no c1.json: filecoin-proofs-api has no wrapper for a test size)"),
+        }
         say!(
             "  {}  C1 output, filecoin-proofs' raw struct",
             raw.display()
@@ -269,25 +303,6 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
             files.outputs.push(("--record", record));
         }
         crate::preflight::check(&cfg, &files)?;
-        let (config, c1) = match porep::read_c1(&args.c1)? {
-            porep::C1File::Wrapped(w) => {
-                if let Some(size) = args.sector_size {
-                    anyhow::ensure!(
-                        size == u64::from(w.registered_proof.sector_size()),
-                        "--sector-size {size} disagrees with the C1 output's {:?}",
-                        w.registered_proof
-                    );
-                }
-                let config = w.registered_proof.as_v1_config();
-                (config, porep::raw_c1(&w)?)
-            }
-            porep::C1File::Raw(raw) => {
-                let size = args
-                    .sector_size
-                    .context("a raw C1 output does not say its sector size: pass --sector-size")?;
-                (porep::registered_proof(size)?.as_v1_config(), *raw)
-            }
-        };
         let info: Option<porep::SectorInfo> = if sector_json.exists() {
             Some(
                 serde_json::from_slice(&prover_core::files::read_input(
@@ -299,6 +314,8 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
         } else {
             None
         };
+        let (spec, c1) = c2_input(&args, info.as_ref())?;
+        let config = spec.config()?;
         let sector_id = match (args.sector_id, &info) {
             (Some(id), _) => id,
             (None, Some(i)) => i.sector_id,
@@ -313,7 +330,7 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
             (None, Some(i)) => i.prover_id()?,
             (None, None) => anyhow::bail!("pass --prover-id (32 bytes in hex)"),
         };
-        let circuits = porep::porep_circuits::<Tree2KiB>(&config, &c1)?;
+        let circuits = porep::circuits(&config, &c1)?;
         let partitions = circuits.len();
         if let (Some(budget), Some((first, _))) = (cfg.mem_budget, circuits.first()) {
             // The budget against one partition, counted in seconds, before the parameters.
@@ -334,13 +351,14 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
             );
         }
         say!(
-            "C2 of sector {sector_id} ({} bytes, {partitions} partitions) from {}",
-            u64::from(config.sector_size),
+            "C2 of sector {sector_id} ({}, tree shape {}, {partitions} partitions) from {}",
+            spec.describe(),
+            spec.shape().name(),
             args.c1.display()
         );
         let t = Instant::now();
         let bar = Bar::new("porep", true);
-        let cached = porep::parameters::<Tree2KiB>(
+        let cached = porep::parameters_for(
             &config,
             if args.check_params {
                 PointCheck::Checked
@@ -388,7 +406,7 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
         let bytes = prover_core::Proof::many_to_bytes(&proofs);
         // Checked before it is written: a rejected proof never lands under --out.
         let t = Instant::now();
-        let ok = porep::verify_c2::<Tree2KiB>(&config, &c1, prover_id, sector_id, &bytes)?;
+        let ok = porep::SealStatement::of(&config, &c1, prover_id, sector_id).verify(&bytes)?;
         say!(
             "filecoin-proofs verify_seal: {} ({:.3} s)",
             if ok { "accepted" } else { "REJECTED" },
@@ -409,7 +427,7 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
         );
         if let Some(path) = &args.record {
             let record = crate::records::c2_record(
-                &human_bytes(u64::from(config.sector_size)),
+                &proofline_filecoin::shape::size_name(spec.sector_size),
                 proofs.len(),
                 args.pw,
                 cfg.backend.name(),
@@ -425,6 +443,57 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
     run()
 }
 
+/// The seal proof and C1 output of a `c2`: the wrapper names its registered proof; a raw C1
+/// output takes its size, variant and PoRep id from the options, else from its sector.json, and
+/// options that disagree with the file are refused.
+fn c2_input(args: &C2Args, info: Option<&porep::SectorInfo>) -> anyhow::Result<(SealSpec, AnyC1)> {
+    let from_info = info.map(porep::SectorInfo::spec).transpose()?;
+    let size = args
+        .sector_size
+        .or(from_info.as_ref().map(|s| s.sector_size));
+    match read_c1(&args.c1, size)? {
+        C1File::Wrapped(w) => {
+            let spec = SealSpec::registered(w.registered_proof);
+            if let Some(size) = args.sector_size {
+                anyhow::ensure!(
+                    size == spec.sector_size,
+                    "--sector-size {size} disagrees with the C1 output's {:?}",
+                    w.registered_proof
+                );
+            }
+            if let Some(variant) = args.variant {
+                anyhow::ensure!(
+                    variant == spec.variant,
+                    "--variant {} disagrees with the C1 output's {:?}",
+                    variant.name(),
+                    w.registered_proof
+                );
+            }
+            anyhow::ensure!(
+                args.porep_id.is_none(),
+                "--porep-id is for a raw C1 output of a test size; the C1 output names its \
+                 registered proof ({:?})",
+                w.registered_proof
+            );
+            Ok((spec, AnyC1::from_wrapped(*w)?))
+        }
+        C1File::Raw(raw) => {
+            let size = size.expect("the raw form is read only with a size");
+            let variant = args
+                .variant
+                .or(from_info.as_ref().map(|s| s.variant))
+                .unwrap_or(SealVariant::V1_1);
+            let porep_id = args.porep_id.or_else(|| {
+                from_info
+                    .as_ref()
+                    .filter(|s| s.registered_proof().is_none())
+                    .map(|s| s.porep_id)
+            });
+            Ok((SealSpec::new(size, variant, porep_id)?, raw))
+        }
+    }
+}
+
 /// Where a failed C2 job's blame goes. When a partition's witness does not satisfy its circuit
 /// (found by synthesis, or by checking the C1 output again after proofline's check rejected the
 /// CPU's own proof), the C1 output is at fault, not the parameters; otherwise the parameter
@@ -432,7 +501,7 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
 fn blame_c2(
     e: prover_core::Error,
     config: &filecoin_proofs::PoRepConfig,
-    c1: &filecoin_proofs::SealCommitPhase1Output<Tree2KiB>,
+    c1: &AnyC1,
     params: &Path,
 ) -> anyhow::Error {
     use prover_core::{CpuSynthesizer, Error, Synthesizer};
@@ -454,7 +523,7 @@ fn blame_c2(
         Error::Unsatisfied { index, annotation } => Some((*index, annotation.clone())),
         Error::ProofRejected { .. } => {
             // Synthesized again with the satisfiability check: seconds, on this failure path only.
-            let circuit = porep::porep_circuits::<Tree2KiB>(config, c1)
+            let circuit = porep::circuits(config, c1)
                 .ok()
                 .and_then(|c| c.into_iter().nth(*partition));
             match circuit.map(|(c, _)| CpuSynthesizer.synthesize(c)) {

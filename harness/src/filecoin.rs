@@ -10,6 +10,7 @@ use filecoin_proofs::{
 };
 use proofline_filecoin::porep::{self, field_bytes, SealStatement};
 use proofline_filecoin::seal::seal_random_sector;
+use proofline_filecoin::variant::{SealSpec, SealVariant};
 use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
 use proofline_filecoin::{
     cached_parameters, post_circuits, post_public_params, vanilla_proofs, CachedParameters,
@@ -54,8 +55,8 @@ pub fn post_config(w: Workload) -> PoStConfig {
 pub fn parameters(w: Workload, progress: &dyn GenProgress) -> Result<CachedParameters> {
     match w {
         Workload::Porep2k => {
-            let config = porep::registered_proof(SECTOR_SIZE_2_KIB)?.as_v1_config();
-            porep::parameters::<Tree2KiB>(&config, PointCheck::Unchecked, progress)
+            let config = porep2k()?.config()?;
+            porep::parameters_for(&config, PointCheck::Unchecked, progress)
         }
         Workload::WinningPost2k | Workload::WindowPost2k => {
             let config = post_config(w);
@@ -64,6 +65,11 @@ pub fn parameters(w: Workload, progress: &dyn GenProgress) -> Result<CachedParam
         }
         other => anyhow::bail!("{} is not a Filecoin workload", other.name()),
     }
+}
+
+/// The `porep-2k` workload's seal proof: 2 KiB, V1_1.
+fn porep2k() -> Result<SealSpec> {
+    SealSpec::new(SECTOR_SIZE_2_KIB, SealVariant::V1_1, None)
 }
 
 /// `jobs` fresh sectors sealed in a scratch folder, and each one's proof as a job.
@@ -77,23 +83,15 @@ pub fn jobs(w: Workload, jobs: usize) -> Result<Vec<Job>> {
     (0..jobs)
         .map(|_| match w {
             Workload::Porep2k => {
-                let sealed = porep::seal_c1(SECTOR_SIZE_2_KIB, scratch.path(), &mut rng)?;
-                let c1 = porep::raw_c1(&sealed.output)?;
-                let config = sealed.output.registered_proof.as_v1_config();
-                let (circuits, inputs) = porep::porep_circuits::<Tree2KiB>(&config, &c1)?
+                let sealed = porep::seal_c1(&porep2k()?, scratch.path(), &mut rng)?;
+                let (circuits, inputs) = porep::circuits(&sealed.config()?, &sealed.c1)?
                     .into_iter()
                     .map(|(c, x)| (WorkloadCircuit::Porep(Box::new(c)), x))
                     .unzip();
-                let seal = SealStatement::of(
-                    &config,
-                    &c1,
-                    sealed.info.prover_id()?,
-                    sealed.info.sector_id,
-                );
                 Ok(Job {
                     circuits,
                     inputs,
-                    seal: Some(seal),
+                    seal: Some(sealed.statement()?),
                 })
             }
             _ => {
@@ -127,5 +125,5 @@ pub fn jobs(w: Workload, jobs: usize) -> Result<Vec<Job>> {
 /// filecoin-proofs' `verify_seal` on a `porep-2k` job's partition proofs, in the MultiProof
 /// layout.
 pub fn verify_seal(seal: &SealStatement, proofs: &[prover_core::Proof]) -> Result<bool> {
-    seal.verify::<Tree2KiB>(&prover_core::Proof::many_to_bytes(proofs))
+    seal.verify(&prover_core::Proof::many_to_bytes(proofs))
 }

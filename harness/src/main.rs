@@ -39,12 +39,21 @@ fn parse_pws(s: &str) -> Result<PwList, String> {
 
 #[derive(Subcommand)]
 enum FilecoinCmd {
-    /// Seal a sector of random data through C1 (filecoin-proofs) and write the C1 output in both
-    /// forms: c1.json (filecoin-proofs-api wrapper), c1-raw.json, and sector.json.
+    /// Seal a sector of random data through C1 (filecoin-proofs) and write the C1 output:
+    /// c1-raw.json, c1.json (filecoin-proofs-api wrapper, registered proofs only) and
+    /// sector.json.
     Seal {
-        /// 2KiB, 8MiB or 512MiB.
+        /// 2KiB, 8MiB, 512MiB, or a test size with a production tree shape: 4KiB (8-2-0),
+        /// 16KiB (32 GiB's 8-8-0), 32KiB (64 GiB's 8-8-2).
         #[arg(long = "sector-size", value_parser = parse_size)]
         sector_size: u64,
+        /// The seal proof variant: v1, v1_1, synthetic or ni.
+        #[arg(long, default_value = "v1_1", value_parser = harness::commands::parse_variant)]
+        variant: proofline_filecoin::variant::SealVariant,
+        /// The PoRep id of a test size (64 hex digits; default all zeros). A registered size
+        /// uses its registered proof's.
+        #[arg(long = "porep-id", value_parser = harness::commands::parse_porep_id)]
+        porep_id: Option<[u8; 32]>,
         /// Output folder.
         #[arg(long)]
         out: PathBuf,
@@ -390,10 +399,13 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             cmd:
                 FilecoinCmd::Seal {
                     sector_size,
+                    variant,
+                    porep_id,
                     out,
                     force,
                 },
-        } => seal(sector_size, &out, force),
+        } => proofline_filecoin::variant::SealSpec::new(sector_size, variant, porep_id)
+            .and_then(|spec| seal(&spec, &out, force)),
     }
 }
 

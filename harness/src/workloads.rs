@@ -176,7 +176,7 @@ pub enum WorkloadCircuit {
     /// `sha256`.
     Sha256(Sha256Circuit),
     /// `porep-2k`.
-    Porep(Box<proofline_filecoin::porep::PorepCircuit<proofline_filecoin::Tree2KiB>>),
+    Porep(Box<proofline_filecoin::porep::AnyPorepCircuit>),
     /// `winning-post-2k` and `window-post-2k`.
     Post(Box<proofline_filecoin::PostCircuit<proofline_filecoin::Tree2KiB>>),
 }

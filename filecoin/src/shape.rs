@@ -1,0 +1,140 @@
+//! Sector sizes and their tree shapes. filecoin-proofs' sectors come in four Merkle tree shapes
+//! (base, sub-tree and top-tree arity of `tree_r_last`); every size of one shape proves with the
+//! same Rust types, so proofline's generic code is instantiated four times and dispatched here.
+//!
+//! | shape | sizes |
+//! | --- | --- |
+//! | 8-0-0 | 2 KiB, 8 MiB, 512 MiB |
+//! | 8-2-0 | 4 KiB, 16 MiB, 1 GiB |
+//! | 8-8-0 | 16 KiB, 32 GiB |
+//! | 8-8-2 | 32 KiB, 64 GiB |
+//!
+//! The shape of each size is filecoin-proofs' (`is_sector_shape_base` and its siblings); the
+//! sizes without a registered proof (4, 16 and 32 KiB, 16 MiB, 1 GiB) are its test sizes.
+
+use anyhow::{bail, Result};
+use filecoin_proofs::constants::{
+    is_sector_shape_base, is_sector_shape_sub2, is_sector_shape_sub8, is_sector_shape_top2,
+};
+
+/// A sector's tree shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// Arity 8, no sub or top tree (`SectorShapeBase`).
+    Base,
+    /// Arity 8 with a sub-tree of arity 2 (`SectorShapeSub2`).
+    Sub2,
+    /// Arity 8 with a sub-tree of arity 8 (`SectorShapeSub8`): 32 GiB.
+    Sub8,
+    /// Arity 8, sub-tree 8, top-tree 2 (`SectorShapeTop2`): 64 GiB.
+    Top2,
+}
+
+/// Every sector size filecoin-proofs 19.1 proves, smallest first.
+pub const SECTOR_SIZES: [u64; 10] = [
+    2 << 10,
+    4 << 10,
+    16 << 10,
+    32 << 10,
+    8 << 20,
+    16 << 20,
+    512 << 20,
+    1 << 30,
+    32 << 30,
+    64 << 30,
+];
+
+impl Shape {
+    /// The shape of a sector size, or an error naming the sizes there are.
+    pub fn of(sector_size: u64) -> Result<Shape> {
+        Ok(if is_sector_shape_base(sector_size) {
+            Shape::Base
+        } else if is_sector_shape_sub2(sector_size) {
+            Shape::Sub2
+        } else if is_sector_shape_sub8(sector_size) {
+            Shape::Sub8
+        } else if is_sector_shape_top2(sector_size) {
+            Shape::Top2
+        } else {
+            let sizes: Vec<String> = SECTOR_SIZES.iter().map(|&s| size_name(s)).collect();
+            bail!(
+                "no Filecoin sector of {sector_size} bytes: the sizes are {}",
+                sizes.join(", ")
+            )
+        })
+    }
+
+    /// The shape as base-sub-top arities, `8-8-0`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Base => "8-0-0",
+            Shape::Sub2 => "8-2-0",
+            Shape::Sub8 => "8-8-0",
+            Shape::Top2 => "8-8-2",
+        }
+    }
+}
+
+/// A sector size as the registered proofs name it: `2KiB`, `512MiB`, `32GiB`.
+pub fn size_name(sector_size: u64) -> String {
+    let units = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (unit, name) in units {
+        if sector_size >= unit && sector_size % unit == 0 {
+            return format!("{}{name}", sector_size / unit);
+        }
+    }
+    format!("{sector_size}B")
+}
+
+/// Runs `$body` with `$Tree` the Merkle tree type of `$shape` (a [`Shape`]), the way
+/// filecoin-proofs' `with_shape!` does for a size: four instantiations, one per shape.
+#[macro_export]
+macro_rules! with_tree {
+    ($shape:expr, $Tree:ident => $body:expr) => {
+        match $shape {
+            $crate::shape::Shape::Base => {
+                type $Tree = $crate::filecoin_proofs::SectorShapeBase;
+                $body
+            }
+            $crate::shape::Shape::Sub2 => {
+                type $Tree = $crate::filecoin_proofs::SectorShapeSub2;
+                $body
+            }
+            $crate::shape::Shape::Sub8 => {
+                type $Tree = $crate::filecoin_proofs::SectorShapeSub8;
+                $body
+            }
+            $crate::shape::Shape::Top2 => {
+                type $Tree = $crate::filecoin_proofs::SectorShapeTop2;
+                $body
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_size_has_filecoin_proofs_shape_and_nothing_else_does() {
+        let shapes: Vec<&str> = SECTOR_SIZES
+            .iter()
+            .map(|&s| Shape::of(s).unwrap().name())
+            .collect();
+        assert_eq!(
+            shapes,
+            [
+                "8-0-0", "8-2-0", "8-8-0", "8-8-2", "8-0-0", "8-2-0", "8-0-0", "8-2-0", "8-8-0",
+                "8-8-2"
+            ]
+        );
+        for bad in [0, 1024, 8 << 10, 64 << 10, 2 << 30, u64::MAX] {
+            let e = Shape::of(bad).unwrap_err().to_string();
+            assert!(e.contains("32GiB") && e.contains("4KiB"), "{e}");
+        }
+        assert_eq!(size_name(34_359_738_368), "32GiB");
+        assert_eq!(size_name(16_384), "16KiB");
+        assert_eq!(size_name(1000), "1000B");
+    }
+}
