@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# PoRep 2KiB, proofline side by side with filecoin-proofs / bellperson on one machine, one step
+# PoRep C2, proofline side by side with filecoin-proofs / bellperson on one machine, one step
 # per process (each step's peak RSS is its own). Prints one `step ...` line per step.
 #
 #   cargo build --release -p proofline-filecoin --example porep_bench
-#   scripts/porep-bench.sh [target/release/examples/porep_bench] [target/porep-bench] [rounds]
+#   scripts/porep-bench.sh [target/release/examples/porep_bench] [target/porep-bench] [rounds] \
+#     [sector size in bytes: 2048 (default), 4096, 16384, 32768]
 #
 # Parameter generation runs once each (into two empty caches); C2 runs `rounds` times each,
 # alternating, on the proofline-generated parameters (the points do not change the work).
@@ -11,14 +12,15 @@ set -euo pipefail
 bin=${1:-target/release/examples/porep_bench}
 out=${2:-target/porep-bench}
 rounds=${3:-3}
+size=${4:-2048}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -rf "$out/params-proofline" "$out/params-bellperson" "$out/c1"
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
-FIL_PROOFS_PARAMETER_CACHE=$out/params-proofline "$bin" params-proofline
-FIL_PROOFS_PARAMETER_CACHE=$out/params-bellperson "$bin" params-bellperson
+"$bin" seal "$out/c1" "$size"
+FIL_PROOFS_PARAMETER_CACHE=$out/params-proofline "$bin" params-proofline "$out/c1"
+FIL_PROOFS_PARAMETER_CACHE=$out/params-bellperson "$bin" params-bellperson "$out/c1"
 rm -rf "$out/params-bellperson"
-"$bin" seal "$out/c1"
 for _ in $(seq "$rounds"); do
   FIL_PROOFS_PARAMETER_CACHE=$out/params-proofline "$bin" c2-filecoin "$out/c1"
   FIL_PROOFS_PARAMETER_CACHE=$out/params-proofline "$bin" c2-proofline "$out/c1" 1

@@ -69,7 +69,10 @@ fn main() -> Result<()> {
         let spec = SealSpec::new(size, variant, None)?;
         let sealed = porep::seal_c1(&spec, &dir.join("sector"), &mut rand::thread_rng())?;
         std::fs::write(dir.join("c1-raw.json"), sealed.c1.to_json()?)?;
-        std::fs::write(dir.join("sector.json"), serde_json::to_vec_pretty(&sealed.info)?)?;
+        std::fs::write(
+            dir.join("sector.json"),
+            serde_json::to_vec_pretty(&sealed.info)?,
+        )?;
         report(
             "seal",
             t,
@@ -81,7 +84,11 @@ fn main() -> Result<()> {
     with_tree!(spec.shape(), Tree => step::<Tree>(&args, &dir, &spec.config()?))
 }
 
-fn step<Tree: 'static + MerkleTreeTrait>(args: &[String], dir: &Path, config: &PoRepConfig) -> Result<()> {
+fn step<Tree: 'static + MerkleTreeTrait>(
+    args: &[String],
+    dir: &Path,
+    config: &PoRepConfig,
+) -> Result<()> {
     let t = Instant::now();
     match args.first().map(String::as_str) {
         Some("params-proofline") => {

@@ -31,8 +31,7 @@ fn main() -> Result<()> {
             .nth(1)
             .context("usage: porep_profile DIR")?,
     );
-    let info: porep::SectorInfo =
-        serde_json::from_slice(&std::fs::read(dir.join("sector.json"))?)?;
+    let info: porep::SectorInfo = serde_json::from_slice(&std::fs::read(dir.join("sector.json"))?)?;
     let spec = info.spec()?;
     let config = spec.config()?;
     let c1 = match read_c1(&dir.join("c1-raw.json"), Some(spec.sector_size))? {

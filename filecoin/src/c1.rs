@@ -111,12 +111,16 @@ impl AnyC1 {
     }
 
     /// The C1 output as tree type `Tree`, when it is of that shape.
-    pub fn as_tree<Tree: 'static + MerkleTreeTrait>(&self) -> Option<&SealCommitPhase1Output<Tree>> {
+    pub fn as_tree<Tree: 'static + MerkleTreeTrait>(
+        &self,
+    ) -> Option<&SealCommitPhase1Output<Tree>> {
         on_c1!(self, c, _T => (&**c as &dyn Any).downcast_ref())
     }
 
     /// The C1 output as tree type `Tree`, or an error naming both shapes.
-    pub fn into_tree<Tree: 'static + MerkleTreeTrait>(self) -> Result<SealCommitPhase1Output<Tree>> {
+    pub fn into_tree<Tree: 'static + MerkleTreeTrait>(
+        self,
+    ) -> Result<SealCommitPhase1Output<Tree>> {
         let shape = self.shape();
         let any: Box<dyn Any> = on_c1!(self, c, _T => c);
         match any.downcast() {

@@ -182,6 +182,54 @@ pub fn check_published_digest(path: &std::path::Path) -> Result<Option<f64>> {
     Ok(Some(bytes as f64 / t.elapsed().as_secs_f64().max(1e-9)))
 }
 
+/// Sectors from this size up are only proven with the published parameter files: generating one
+/// takes hours and gives proofs no chain accepts.
+const PRODUCTION_ONLY_SECTOR_SIZE: u64 = 32 << 30;
+
+/// An error when `params_path` is missing and names a published file of a production-only
+/// size (32 GiB and 64 GiB): which files are missing, their published digests, and how to fetch
+/// them.
+fn refuse_to_generate_production(params_path: &std::path::Path) -> Result<()> {
+    let name = params_path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let published = &storage_proofs_core::parameter_cache::PARAMETERS;
+    let Some(entry) = published.get(name) else {
+        return Ok(());
+    };
+    if entry.sector_size < PRODUCTION_ONLY_SECTOR_SIZE {
+        return Ok(());
+    }
+    let vk = params_path.with_extension("vk");
+    let vk_name = vk.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let mut missing = vec![format!(
+        "{} (digest {}, cid {})",
+        params_path.display(),
+        entry.digest,
+        entry.cid
+    )];
+    if let (false, Some(v)) = (vk.exists(), published.get(vk_name)) {
+        missing.push(format!(
+            "{} (digest {}, cid {})",
+            vk.display(),
+            v.digest,
+            v.cid
+        ));
+    }
+    anyhow::bail!(
+        "the published parameters for {}-byte sectors are missing from the parameter cache \
+         (FIL_PROOFS_PARAMETER_CACHE): {}. Fetch them as Lotus and Curio do (`curio fetch-params \
+         {}` or `lotus fetch-params {}`), or point FIL_PROOFS_PARAMETER_CACHE at the folder that \
+         holds them; proofline does not generate parameters at this size (hours of work, and no \
+         chain accepts proofs made with them)",
+        entry.sector_size,
+        missing.join("; "),
+        shape::size_name(entry.sector_size),
+        shape::size_name(entry.sector_size)
+    )
+}
+
 /// The parameters of the circuit with cache id `cache_id` (see `CacheableParameters`), at the
 /// production file name under the parameter cache (`FIL_PROOFS_PARAMETER_CACHE`): read when
 /// present (with `check`: downloaded parameters can be read as they are, their digest having
@@ -207,6 +255,7 @@ pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
     let generated = !params_path.exists();
     let marker = generated_marker(&params_path);
     if generated {
+        refuse_to_generate_production(&params_path)?;
         prover_core::files::create_dir_all(&dir)?;
         let t = Instant::now();
         let trapdoor = Trapdoor::random(&mut rand::rngs::OsRng);

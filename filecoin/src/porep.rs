@@ -11,9 +11,9 @@ use std::path::Path;
 use anyhow::{ensure, Context, Result};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
-    as_safe_commitment, clear_synthetic_proofs, generate_synth_proofs,
-    parameters::setup_params, seal_commit_phase1, DefaultPieceDomain, DefaultPieceHasher,
-    PoRepConfig, ProverId, SealCommitPhase1Output, SealPreCommitOutput,
+    as_safe_commitment, clear_synthetic_proofs, generate_synth_proofs, parameters::setup_params,
+    seal_commit_phase1, DefaultPieceDomain, DefaultPieceHasher, PoRepConfig, ProverId,
+    SealCommitPhase1Output, SealPreCommitOutput,
 };
 use filecoin_proofs_api::RegisteredSealProof;
 use rand::{Rng, RngCore};

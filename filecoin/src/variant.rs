@@ -199,7 +199,11 @@ impl SealSpec {
     /// `32GiB v1_1` or `16KiB synthetic (PoRep id 00..)`.
     pub fn describe(&self) -> String {
         match self.registered_proof() {
-            Some(p) => format!("{} {} ({p:?})", size_name(self.sector_size), self.variant.name()),
+            Some(p) => format!(
+                "{} {} ({p:?})",
+                size_name(self.sector_size),
+                self.variant.name()
+            ),
             None => format!(
                 "{} {} (test size, PoRep id {})",
                 size_name(self.sector_size),
@@ -259,7 +263,10 @@ mod tests {
                     b.api_features.clone()
                 )
             );
-            assert_eq!(SealSpec::new(spec.sector_size, spec.variant, None).unwrap(), spec);
+            assert_eq!(
+                SealSpec::new(spec.sector_size, spec.variant, None).unwrap(),
+                spec
+            );
         }
         // A registered size refuses another PoRep id; a test size takes it.
         assert!(SealSpec::new(2048, SealVariant::V1_1, Some([1; 32])).is_err());
@@ -271,6 +278,9 @@ mod tests {
         let ni = SealSpec::new(32 << 10, SealVariant::NonInteractive, None).unwrap();
         assert_eq!(usize::from(ni.config().unwrap().partitions), 13);
         assert!(SealSpec::new(8 << 10, SealVariant::V1_1, None).is_err());
-        assert!(SealVariant::parse("v2").unwrap_err().to_string().contains("synthetic"));
+        assert!(SealVariant::parse("v2")
+            .unwrap_err()
+            .to_string()
+            .contains("synthetic"));
     }
 }

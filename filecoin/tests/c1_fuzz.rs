@@ -83,7 +83,9 @@ fn mutated_c1_outputs_are_errors_or_circuits_never_panics() {
                     assert!(!format!("{e:#}").is_empty());
                     refused += 1;
                 }
-                Err(_) => panic!("{size} bytes, case {case}: reading or building the circuits panicked"),
+                Err(_) => {
+                    panic!("{size} bytes, case {case}: reading or building the circuits panicked")
+                }
             }
         }
         // Twin: the undamaged output builds its circuits.

@@ -111,10 +111,7 @@ fn porep_2kib_c2_is_accepted_by_verify_seal() {
     // Negative twins: a flipped byte, another sector's C1 output, another prover id.
     let mut flipped = proof.clone();
     flipped[100] ^= 1;
-    assert!(
-        !verify(&config, &c1, prover_id, sector_id, &flipped)
-            .unwrap_or(false)
-    );
+    assert!(!verify(&config, &c1, prover_id, sector_id, &flipped).unwrap_or(false));
     let other_c1 = raw(&other);
     assert!(!verify(
         &config,
@@ -205,7 +202,10 @@ fn c1_files_round_trip_in_both_forms_and_bad_ones_are_refused() {
     let err = read_c1(&raw_file, None).err().unwrap().to_string();
     assert!(err.contains("--sector-size"), "{err}");
     // Read as another shape, it is not a C1 output of that shape.
-    let err = read_c1(&raw_file, Some(16 << 10)).err().unwrap().to_string();
+    let err = read_c1(&raw_file, Some(16 << 10))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains("16KiB"), "{err}");
 
     // A value that is not a canonical field element, anywhere: a clear error naming the field,
@@ -220,7 +220,10 @@ fn c1_files_round_trip_in_both_forms_and_bad_ones_are_refused() {
             bad[key][31] = serde_json::json!(0xff);
             let path = dir.path().join(format!("bad-{key}-{form}.json"));
             std::fs::write(&path, serde_json::to_vec(&bad).unwrap()).unwrap();
-            let err = format!("{:#}", read_c1(&path, Some(SECTOR_SIZE_2_KIB)).err().unwrap());
+            let err = format!(
+                "{:#}",
+                read_c1(&path, Some(SECTOR_SIZE_2_KIB)).err().unwrap()
+            );
             assert!(
                 err.contains(key) && err.contains("canonical"),
                 "{form}: {err}"
@@ -245,7 +248,10 @@ fn c1_files_round_trip_in_both_forms_and_bad_ones_are_refused() {
         node[31] = serde_json::json!(0xff);
         let path = dir.path().join(format!("bad-node-{form}.json"));
         std::fs::write(&path, serde_json::to_vec(&bad).unwrap()).unwrap();
-        let err = format!("{:#}", read_c1(&path, Some(SECTOR_SIZE_2_KIB)).err().unwrap());
+        let err = format!(
+            "{:#}",
+            read_c1(&path, Some(SECTOR_SIZE_2_KIB)).err().unwrap()
+        );
         assert!(
             err.contains("vanilla_proofs") && err.contains("canonical"),
             "{form}: {err}"
@@ -279,7 +285,10 @@ fn c1_files_round_trip_in_both_forms_and_bad_ones_are_refused() {
     // Not a C1 output: a clear error naming the file, no panic.
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, b"{\"hello\": 1}").unwrap();
-    let err = read_c1(&junk, Some(SECTOR_SIZE_2_KIB)).err().unwrap().to_string();
+    let err = read_c1(&junk, Some(SECTOR_SIZE_2_KIB))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains("is not a C1 output"), "{err}");
     let err = read_c1(&dir.path().join("missing.json"), None)
         .err()

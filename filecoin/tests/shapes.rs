@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use filecoin_proofs::{
-    verify_window_post, verify_winning_post, FallbackPoStSectorProof, PoStType,
-    SECTOR_SIZE_16_KIB, SECTOR_SIZE_32_KIB, SECTOR_SIZE_4_KIB,
+    verify_window_post, verify_winning_post, FallbackPoStSectorProof, PoStType, SECTOR_SIZE_16_KIB,
+    SECTOR_SIZE_32_KIB, SECTOR_SIZE_4_KIB,
 };
 use proofline_filecoin::porep::{self, field_bytes, SealedC1};
 use proofline_filecoin::shape::Shape;
@@ -115,7 +115,10 @@ fn post_is_accepted<Tree: 'static + MerkleTreeTrait>(sealed: &SealedC1) {
         assert!(verify(&proof, &randomness), "{typ:?} {api:?} rejected");
         let mut flipped = proof.clone();
         flipped[100] ^= 1;
-        assert!(!verify(&flipped, &randomness), "{typ:?} {api:?}: flipped byte");
+        assert!(
+            !verify(&flipped, &randomness),
+            "{typ:?} {api:?}: flipped byte"
+        );
         let other = field_bytes(&mut rand::thread_rng());
         assert!(!verify(&proof, &other), "{typ:?} {api:?}: other randomness");
     }
@@ -124,8 +127,12 @@ fn post_is_accepted<Tree: 'static + MerkleTreeTrait>(sealed: &SealedC1) {
 fn shape_end_to_end(size: u64, shape: Shape) {
     init();
     let dir = tempfile::tempdir().unwrap();
-    let spec = SealSpec::new(size, SealVariant::V1_1, Some(field_bytes(&mut rand::thread_rng())))
-        .unwrap();
+    let spec = SealSpec::new(
+        size,
+        SealVariant::V1_1,
+        Some(field_bytes(&mut rand::thread_rng())),
+    )
+    .unwrap();
     assert_eq!(spec.registered_proof(), None, "a test size");
     let mut rng = rand::thread_rng();
     let sealed = porep::seal_c1(&spec, &dir.path().join("a"), &mut rng).unwrap();
@@ -160,10 +167,10 @@ fn synthetic_and_v1_porep_at_2kib() {
     for variant in [SealVariant::Synthetic, SealVariant::V1] {
         let spec = SealSpec::new(2048, variant, None).unwrap();
         assert!(spec.registered_proof().is_some());
-        let a = porep::seal_c1(&spec, &dir.path().join(format!("{variant:?}-a")), &mut rng)
-            .unwrap();
-        let b = porep::seal_c1(&spec, &dir.path().join(format!("{variant:?}-b")), &mut rng)
-            .unwrap();
+        let a =
+            porep::seal_c1(&spec, &dir.path().join(format!("{variant:?}-a")), &mut rng).unwrap();
+        let b =
+            porep::seal_c1(&spec, &dir.path().join(format!("{variant:?}-b")), &mut rng).unwrap();
         // Through the wrapper, as Curio hands it.
         let wrapped = a.wrapped().unwrap().unwrap();
         assert_eq!(wrapped.registered_proof, spec.registered_proof().unwrap());
@@ -187,7 +194,38 @@ fn non_interactive_porep_is_refused_with_the_reason() {
     assert!(err.to_string().contains("SnarkPack"), "{err}");
     // Its twin: the same sector's interactive variant builds its circuits.
     let interactive = SealSpec::new(2048, SealVariant::V1_1, None).unwrap();
-    let sealed = porep::seal_c1(&interactive, &dir.path().join("i"), &mut rand::thread_rng())
-        .unwrap();
+    let sealed =
+        porep::seal_c1(&interactive, &dir.path().join("i"), &mut rand::thread_rng()).unwrap();
     assert!(porep::circuits(&sealed.config().unwrap(), &sealed.c1).is_ok());
+}
+
+/// 32 GiB and 64 GiB are proven only with the published parameter files: with none in the
+/// cache, the error names each missing file with its published digest and says how to fetch
+/// it; nothing is generated. (Their twins, the test sizes of the same shapes, generate theirs
+/// above.)
+#[test]
+fn production_sizes_need_the_published_parameter_files() {
+    let cache = init();
+    for (size, shape) in [(32u64 << 30, "8-8-0"), (64 << 30, "8-8-2")] {
+        let spec = SealSpec::new(size, SealVariant::V1_1, None).unwrap();
+        let err = porep::parameters_for(&spec.config().unwrap(), PointCheck::Unchecked, &())
+            .err()
+            .unwrap()
+            .to_string();
+        let name = proofline_filecoin::shape::size_name(size);
+        assert!(
+            err.contains(&format!("fetch-params {name}"))
+                && err.contains(shape)
+                && err.contains(".params (digest ")
+                && err.contains(".vk (digest "),
+            "{err}"
+        );
+        let config = spec.config().unwrap();
+        let id = with_tree!(spec.shape(), Tree => porep::cache_id::<Tree>(&config).unwrap());
+        let file = cache
+            .path()
+            .join(proofline_filecoin::storage_proofs_core::parameter_cache::parameter_id(&id));
+        assert!(err.contains(&file.display().to_string()), "{err}");
+        assert!(!file.exists(), "a {name} parameter file was written");
+    }
 }

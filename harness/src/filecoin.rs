@@ -4,14 +4,11 @@
 
 use anyhow::{Context, Result};
 use blstrs::Scalar;
-use filecoin_proofs::{
-    PoStConfig, PoStType, SECTOR_SIZE_2_KIB, WINDOW_POST_CHALLENGE_COUNT,
-    WINNING_POST_CHALLENGE_COUNT, WINNING_POST_SECTOR_COUNT,
-};
+use filecoin_proofs::{PoStConfig, PoStType, SECTOR_SIZE_2_KIB};
 use proofline_filecoin::porep::{self, field_bytes, SealStatement};
 use proofline_filecoin::seal::seal_random_sector;
-use proofline_filecoin::variant::{SealSpec, SealVariant};
 use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
+use proofline_filecoin::variant::{SealSpec, SealVariant};
 use proofline_filecoin::{
     cached_parameters, post_circuits, post_public_params, vanilla_proofs, CachedParameters,
     Tree2KiB,
@@ -31,24 +28,17 @@ pub struct Job {
     pub seal: Option<SealStatement>,
 }
 
-/// The PoSt config of a PoSt workload (2KiB sectors, one sector per proof, API 1.1).
-pub fn post_config(w: Workload) -> PoStConfig {
-    let (typ, challenge_count, sector_count) = match w {
-        Workload::WinningPost2k => (
-            PoStType::Winning,
-            WINNING_POST_CHALLENGE_COUNT,
-            WINNING_POST_SECTOR_COUNT,
-        ),
-        _ => (PoStType::Window, WINDOW_POST_CHALLENGE_COUNT, 1),
+/// The PoSt config of a PoSt workload: 2KiB sectors, API 1.1, filecoin-proofs' challenge
+/// counts, and one sector per proof (a WindowPoSt partition of one sector).
+pub fn post_config(w: Workload) -> Result<PoStConfig> {
+    let typ = match w {
+        Workload::WinningPost2k => PoStType::Winning,
+        _ => PoStType::Window,
     };
-    PoStConfig {
-        sector_size: SECTOR_SIZE_2_KIB.into(),
-        challenge_count,
-        sector_count,
-        typ,
-        priority: false,
-        api_version: ApiVersion::V1_1_0,
-    }
+    Ok(PoStConfig {
+        sector_count: 1,
+        ..proofline_filecoin::post_config(SECTOR_SIZE_2_KIB, typ, ApiVersion::V1_1_0)?
+    })
 }
 
 /// The workload's parameters: read from the production file, or generated there.
@@ -59,7 +49,7 @@ pub fn parameters(w: Workload, progress: &dyn GenProgress) -> Result<CachedParam
             porep::parameters_for(&config, PointCheck::Unchecked, progress)
         }
         Workload::WinningPost2k | Workload::WindowPost2k => {
-            let config = post_config(w);
+            let config = post_config(w)?;
             let (id, blank) = post_public_params::<Tree2KiB>(&config)?;
             cached_parameters(&id, || Ok(blank), PointCheck::Unchecked, progress)
         }
@@ -95,7 +85,7 @@ pub fn jobs(w: Workload, jobs: usize) -> Result<Vec<Job>> {
                 })
             }
             _ => {
-                let config = post_config(w);
+                let config = post_config(w)?;
                 let prover_id = field_bytes(&mut rng);
                 let randomness = field_bytes(&mut rng);
                 let sector = seal_random_sector::<Tree2KiB>(

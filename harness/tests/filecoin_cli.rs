@@ -42,13 +42,40 @@ fn seal_writes_both_c1_forms_and_c2_refuses_what_it_cannot_verify() {
     assert_eq!(info["registered_proof"], "StackedDrg2KiBV1_1");
     assert_eq!(info["sector_size"], 2048);
 
-    // A raw C1 output does not say its sector size.
+    // A raw C1 output does not say its sector size: without its sector.json, c2 asks for it.
+    let raw_alone = dir.path().join("raw-alone");
+    std::fs::create_dir_all(&raw_alone).unwrap();
+    std::fs::copy(out.join("c1-raw.json"), raw_alone.join("c1-raw.json")).unwrap();
     let o = proofline(
-        &["c2", "--c1", out.join("c1-raw.json").to_str().unwrap()],
+        &[
+            "c2",
+            "--c1",
+            raw_alone.join("c1-raw.json").to_str().unwrap(),
+        ],
         &cache,
     );
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--sector-size"), "{}", stderr(&o));
+    // A variant or PoRep id that disagrees with the wrapper's registered proof.
+    for extra in [
+        &["--variant", "synthetic"][..],
+        &["--porep-id", &"00".repeat(32)][..],
+    ] {
+        let o = proofline(
+            &[
+                &["c2", "--c1", out.join("c1.json").to_str().unwrap()][..],
+                extra,
+            ]
+            .concat(),
+            &cache,
+        );
+        assert!(!o.status.success());
+        assert!(
+            stderr(&o).contains("disagrees") || stderr(&o).contains("registered proof"),
+            "{extra:?}: {}",
+            stderr(&o)
+        );
+    }
     // A sector size that disagrees with the wrapper's registered proof.
     let o = proofline(
         &[
@@ -93,20 +120,29 @@ fn seal_writes_both_c1_forms_and_c2_refuses_what_it_cannot_verify() {
         "{}",
         stderr(&o)
     );
-    // Sizes Filecoin does not seal here.
-    let o = proofline(
-        &[
-            "filecoin",
-            "seal",
-            "--sector-size",
-            "4KiB",
-            "--out",
-            dir.path().join("x").to_str().unwrap(),
-        ],
-        &cache,
-    );
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("no Filecoin PoRep"), "{}", stderr(&o));
+    // Sizes Filecoin does not have, and a variant it does not have.
+    for (size, variant, expect) in [
+        ("8KiB", "v1_1", "no Filecoin sector of 8192 bytes"),
+        ("3000", "v1_1", "no Filecoin sector of 3000 bytes"),
+        ("4KiB", "v2", "no seal proof variant `v2`"),
+    ] {
+        let o = proofline(
+            &[
+                "filecoin",
+                "seal",
+                "--sector-size",
+                size,
+                "--variant",
+                variant,
+                "--out",
+                dir.path().join("x").to_str().unwrap(),
+            ],
+            &cache,
+        );
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains(expect), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"));
+    }
     // Nothing panicked.
     assert!(!stderr(&o).contains("panicked"));
 
@@ -302,4 +338,59 @@ fn window_post_sweep_point_proves_real_sectors() {
     assert_eq!(point["partitions_verified"], 2);
     assert_eq!(results["config"]["circuit"], "window-post-2k");
     assert_eq!(results["config"]["partitions"], 1);
+}
+
+/// A test size (16 KiB, the 32 GiB tree shape) seals with a PoRep id: the raw C1 output and
+/// sector.json, no wrapper (filecoin-proofs-api has none for it). `c2` reads its size, variant
+/// and PoRep id from sector.json and builds its circuits: a budget too small for one of its
+/// partitions is the first thing to stop it, before any parameters.
+#[test]
+fn a_test_size_seals_and_c2_reads_it_from_sector_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("params");
+    let out = dir.path().join("c1");
+    let porep_id = "ab".repeat(32);
+    let o = proofline(
+        &[
+            "filecoin",
+            "seal",
+            "--sector-size",
+            "16KiB",
+            "--porep-id",
+            &porep_id,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &cache,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("8-8-0"), "{}", stderr(&o));
+    assert!(out.join("c1-raw.json").exists() && !out.join("c1.json").exists());
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("sector.json")).unwrap()).unwrap();
+    assert_eq!(info["sector_size"], 16384);
+    assert_eq!(info["variant"], "v1_1");
+    assert_eq!(info["porep_id"], porep_id.as_str());
+    assert!(info.get("registered_proof").is_none());
+
+    let raw = out.join("c1-raw.json");
+    let o = proofline(
+        &["c2", "--c1", raw.to_str().unwrap(), "--mem-budget", "1MiB"],
+        &cache,
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("cannot hold one partition of this sector"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!cache.exists() || std::fs::read_dir(&cache).unwrap().next().is_none());
+    // Its twin: another sector size given for the same file is not its shape.
+    let o = proofline(
+        &["c2", "--c1", raw.to_str().unwrap(), "--sector-size", "2KiB"],
+        &cache,
+    );
+    assert!(!o.status.success());
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a C1 output"), "{}", stderr(&o));
 }
