@@ -14,7 +14,7 @@ use filecoin_proofs_api::seal::{
     SealCommitPhase1Output as ApiC1Output, VanillaSealProof as ApiVanillaProofs,
 };
 use filecoin_proofs_api::RegisteredSealProof;
-use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 
 use crate::shape::{size_name, Shape};
 
@@ -170,8 +170,35 @@ impl AnyC1 {
         Ok(on_c1!(self, c, _T => serde_json::to_vec(&**c))?)
     }
 
-    /// Parses the raw form of a sector of `shape`.
-    pub fn from_json(bytes: &[u8], shape: Shape) -> Result<AnyC1> {
+    /// Parses the raw form of a sector of `sector_size` bytes. The JSON does not name its shape,
+    /// and one shape's Merkle paths parse as another's: every challenge's `tree_r_last`
+    /// inclusion path must have this size's levels and arities, or the file is refused as
+    /// another size's (or damaged).
+    pub fn from_json(bytes: &[u8], sector_size: u64) -> Result<AnyC1> {
+        let shape = Shape::of(sector_size)?;
+        let c1 = Self::parse(bytes, shape)?;
+        let expected = shape.level_arities(sector_size);
+        let of_size = on_c1!(&c1, c, _T => c.vanilla_proofs.iter().flatten().all(|p| {
+            let arities: Vec<usize> = p
+                .comm_r_last_proof
+                .path()
+                .iter()
+                .map(|(siblings, _)| siblings.len() + 1)
+                .collect();
+            arities == expected
+        }));
+        ensure!(
+            of_size,
+            "its tree_r_last inclusion paths are not a {} sector's ({} levels of arity {:?}): the \
+             C1 output is of another sector size, or damaged",
+            size_name(sector_size),
+            expected.len(),
+            expected
+        );
+        Ok(c1)
+    }
+
+    fn parse(bytes: &[u8], shape: Shape) -> Result<AnyC1> {
         Ok(match shape {
             Shape::Base => AnyC1::Base(serde_json::from_slice(bytes)?),
             Shape::Sub2 => AnyC1::Sub2(serde_json::from_slice(bytes)?),
@@ -344,7 +371,7 @@ pub fn read_c1(path: &Path, sector_size: Option<u64>) -> Result<C1File> {
         // Whether it is a raw C1 output at all, so that the error says the right thing.
         let raw_shape = [Shape::Base, Shape::Sub2, Shape::Sub8, Shape::Top2]
             .into_iter()
-            .any(|s| AnyC1::from_json(&bytes, s).is_ok());
+            .any(|s| AnyC1::parse(&bytes, s).is_ok());
         if raw_shape {
             bail!(
                 "{} is filecoin-proofs' raw C1 output, which does not say its sector size: pass \
@@ -358,7 +385,7 @@ pub fn read_c1(path: &Path, sector_size: Option<u64>) -> Result<C1File> {
             path.display()
         );
     };
-    match AnyC1::from_json(&bytes, Shape::of(size)?) {
+    match AnyC1::from_json(&bytes, size) {
         Ok(raw) => Ok(C1File::Raw(raw)),
         Err(raw) => bail!(
             "{} is not a C1 output: as filecoin-proofs-api's SealCommitPhase1Output: {wrapped}; \

@@ -64,6 +64,31 @@ impl Shape {
         })
     }
 
+    /// The arities of `tree_r_last`'s levels, leaf to root, in a sector of `sector_size` bytes
+    /// (32-byte nodes): base levels of 8, then the sub-tree's and top-tree's level when the shape
+    /// has them.
+    pub fn level_arities(self, sector_size: u64) -> Vec<usize> {
+        let (sub, top) = match self {
+            Shape::Base => (0, 0),
+            Shape::Sub2 => (2, 0),
+            Shape::Sub8 => (8, 0),
+            Shape::Top2 => (8, 2),
+        };
+        let mut base_leaves = sector_size / 32 / sub.max(1) / top.max(1);
+        let mut arities = Vec::new();
+        while base_leaves > 1 {
+            arities.push(8);
+            base_leaves /= 8;
+        }
+        arities.extend(
+            [sub, top]
+                .into_iter()
+                .filter(|&a| a > 0)
+                .map(|a| a as usize),
+        );
+        arities
+    }
+
     /// The shape as base-sub-top arities, `8-8-0`.
     pub fn name(self) -> &'static str {
         match self {
@@ -133,6 +158,11 @@ mod tests {
             let e = Shape::of(bad).unwrap_err().to_string();
             assert!(e.contains("32GiB") && e.contains("4KiB"), "{e}");
         }
+        assert_eq!(Shape::Base.level_arities(2048), [8, 8]);
+        assert_eq!(Shape::Sub2.level_arities(4096), [8, 8, 2]);
+        assert_eq!(Shape::Sub8.level_arities(16384), [8, 8, 8]);
+        assert_eq!(Shape::Top2.level_arities(32768), [8, 8, 8, 2]);
+        assert_eq!(Shape::Sub8.level_arities(32 << 30).len(), 10);
         assert_eq!(size_name(34_359_738_368), "32GiB");
         assert_eq!(size_name(16_384), "16KiB");
         assert_eq!(size_name(1000), "1000B");

@@ -364,7 +364,8 @@ fn a_test_size_seals_and_c2_reads_it_from_sector_json() {
         &cache,
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("8-8-0"), "{}", stderr(&o));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("8-8-0"), "{said}");
     assert!(out.join("c1-raw.json").exists() && !out.join("c1.json").exists());
     let info: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("sector.json")).unwrap()).unwrap();
