@@ -39,6 +39,7 @@ pub mod porep;
 mod porep_circuit;
 pub mod seal;
 pub mod shape;
+pub mod snap;
 pub mod variant;
 
 pub use filecoin_proofs;

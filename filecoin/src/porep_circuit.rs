@@ -132,55 +132,9 @@ impl<Tree: 'static + MerkleTreeTrait> Clone for PorepCircuit<Tree> {
     }
 }
 
-/// A PoRep partition's circuit of any of the four tree shapes.
-#[derive(Clone)]
-pub enum AnyPorepCircuit {
-    /// 2 KiB, 8 MiB, 512 MiB.
-    Base(PorepCircuit<filecoin_proofs::SectorShapeBase>),
-    /// 4 KiB, 16 MiB, 1 GiB.
-    Sub2(PorepCircuit<filecoin_proofs::SectorShapeSub2>),
-    /// 16 KiB, 32 GiB.
-    Sub8(PorepCircuit<filecoin_proofs::SectorShapeSub8>),
-    /// 32 KiB, 64 GiB.
-    Top2(PorepCircuit<filecoin_proofs::SectorShapeTop2>),
-}
-
-impl<Tree: 'static + MerkleTreeTrait> From<PorepCircuit<Tree>> for AnyPorepCircuit {
-    /// # Panics
-    /// On a tree type that is none of filecoin-proofs' four sector shapes (a programming error:
-    /// no sector has one).
-    fn from(circuit: PorepCircuit<Tree>) -> Self {
-        use std::any::Any;
-        let any: Box<dyn Any> = Box::new(circuit);
-        let any = match any.downcast() {
-            Ok(c) => return AnyPorepCircuit::Base(*c),
-            Err(a) => a,
-        };
-        let any = match any.downcast() {
-            Ok(c) => return AnyPorepCircuit::Sub2(*c),
-            Err(a) => a,
-        };
-        let any = match any.downcast() {
-            Ok(c) => return AnyPorepCircuit::Sub8(*c),
-            Err(a) => a,
-        };
-        match any.downcast() {
-            Ok(c) => AnyPorepCircuit::Top2(*c),
-            Err(_) => panic!(
-                "{} is not one of filecoin-proofs' sector shapes",
-                std::any::type_name::<Tree>()
-            ),
-        }
-    }
-}
-
-impl Circuit<Scalar> for AnyPorepCircuit {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        match self {
-            AnyPorepCircuit::Base(c) => c.synthesize(cs),
-            AnyPorepCircuit::Sub2(c) => c.synthesize(cs),
-            AnyPorepCircuit::Sub8(c) => c.synthesize(cs),
-            AnyPorepCircuit::Top2(c) => c.synthesize(cs),
-        }
-    }
-}
+crate::shape::any_shape_circuit!(
+    /// A PoRep partition's circuit of any of the four tree shapes.
+    AnyPorepCircuit,
+    PorepCircuit,
+    'static + MerkleTreeTrait
+);

@@ -137,6 +137,70 @@ macro_rules! with_tree {
     };
 }
 
+/// Defines `$Any`, one circuit type for `$Inner<Tree>` of every shape (the engine proves one
+/// circuit type per job): an enum of the four, `From<$Inner<Tree>>` and `Circuit` by delegation.
+/// `$bound` is the tree bound `$Inner` needs.
+macro_rules! any_shape_circuit {
+    ($(#[$meta:meta])* $Any:ident, $Inner:ident, $($bound:tt)+) => {
+        $(#[$meta])*
+        #[derive(Clone)]
+        pub enum $Any {
+            /// 2 KiB, 8 MiB, 512 MiB.
+            Base($Inner<filecoin_proofs::SectorShapeBase>),
+            /// 4 KiB, 16 MiB, 1 GiB.
+            Sub2($Inner<filecoin_proofs::SectorShapeSub2>),
+            /// 16 KiB, 32 GiB.
+            Sub8($Inner<filecoin_proofs::SectorShapeSub8>),
+            /// 32 KiB, 64 GiB.
+            Top2($Inner<filecoin_proofs::SectorShapeTop2>),
+        }
+
+        impl<Tree: $($bound)+> From<$Inner<Tree>> for $Any {
+            /// # Panics
+            /// On a tree type that is none of filecoin-proofs' four sector shapes (a
+            /// programming error: no sector has one).
+            fn from(circuit: $Inner<Tree>) -> Self {
+                use std::any::Any;
+                let any: Box<dyn Any> = Box::new(circuit);
+                let any = match any.downcast() {
+                    Ok(c) => return $Any::Base(*c),
+                    Err(a) => a,
+                };
+                let any = match any.downcast() {
+                    Ok(c) => return $Any::Sub2(*c),
+                    Err(a) => a,
+                };
+                let any = match any.downcast() {
+                    Ok(c) => return $Any::Sub8(*c),
+                    Err(a) => a,
+                };
+                match any.downcast() {
+                    Ok(c) => $Any::Top2(*c),
+                    Err(_) => panic!(
+                        "{} is not one of filecoin-proofs' sector shapes",
+                        std::any::type_name::<Tree>()
+                    ),
+                }
+            }
+        }
+
+        impl bellpepper_core::Circuit<blstrs::Scalar> for $Any {
+            fn synthesize<CS: bellpepper_core::ConstraintSystem<blstrs::Scalar>>(
+                self,
+                cs: &mut CS,
+            ) -> Result<(), bellpepper_core::SynthesisError> {
+                match self {
+                    $Any::Base(c) => c.synthesize(cs),
+                    $Any::Sub2(c) => c.synthesize(cs),
+                    $Any::Sub8(c) => c.synthesize(cs),
+                    $Any::Top2(c) => c.synthesize(cs),
+                }
+            }
+        }
+    };
+}
+pub(crate) use any_shape_circuit;
+
 #[cfg(test)]
 mod tests {
     use super::*;

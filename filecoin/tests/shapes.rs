@@ -15,6 +15,7 @@ use filecoin_proofs::{
 };
 use proofline_filecoin::porep::{self, field_bytes, SealedC1};
 use proofline_filecoin::shape::Shape;
+use proofline_filecoin::snap;
 use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
 use proofline_filecoin::storage_proofs_core::merkle::MerkleTreeTrait;
 use proofline_filecoin::variant::{SealSpec, SealVariant};
@@ -124,6 +125,42 @@ fn post_is_accepted<Tree: 'static + MerkleTreeTrait>(sealed: &SealedC1) {
     }
 }
 
+/// SnapDeals on `sealed`'s sector: updated with new data by filecoin-proofs, the vanilla
+/// partition proofs through bincode, the SNARK through the engine, accepted by
+/// `verify_empty_sector_update_proof`; twins: a flipped byte, another update's commitments, and
+/// another update's vanilla proofs under these commitments (a statement mismatch: no proof).
+fn snap_is_accepted(sealed: &porep::SealedC1, other: &porep::SealedC1, dir: &std::path::Path) {
+    let size = sealed.spec.sector_size;
+    let mut rng = rand::thread_rng();
+    let a = snap::update_sector(&sealed.sector, size, &dir.join("snap-a"), &mut rng).unwrap();
+    let b = snap::update_sector(&other.sector, size, &dir.join("snap-b"), &mut rng).unwrap();
+    // Through the files `filecoin snap` writes and `snap-prove` reads.
+    snap::write_update(&dir.join("files"), &a).unwrap();
+    let a = snap::read_update(&dir.join("files")).unwrap();
+    let commitments = a.info.commitments().unwrap();
+    let cached = snap::update_parameters(size, PointCheck::Unchecked, &()).unwrap();
+    let params = Arc::new(cached.params);
+    let circuits = snap::circuits(size, &commitments, &a.vanilla_proofs).unwrap();
+    let (circuits, _): (Vec<_>, Vec<_>) = circuits.into_iter().unzip();
+    let run = prove_circuits(circuits, params.clone(), 1).unwrap();
+    let proof = Proof::many_to_bytes(&run.proofs);
+    assert!(snap::verify_update(size, &commitments, &proof).unwrap(), "update rejected");
+
+    let mut flipped = proof.clone();
+    flipped[7] ^= 0x10;
+    assert!(!snap::verify_update(size, &commitments, &flipped).unwrap_or(false));
+    let others = b.info.commitments().unwrap();
+    assert!(!snap::verify_update(size, &others, &proof).unwrap_or(false));
+    // b's vanilla proofs under a's commitments: the engine's statement check refuses them.
+    let mixed = snap::circuits(size, &commitments, &b.vanilla_proofs).unwrap();
+    let (mixed, _): (Vec<_>, Vec<_>) = mixed.into_iter().unzip();
+    assert!(prove_circuits(mixed, params, 1).is_err());
+    // Too few vanilla proofs, and bytes that are not one: errors, not panics.
+    assert!(snap::circuits(size, &commitments, &[]).is_err());
+    let junk = vec![vec![1u8, 2, 3]; a.vanilla_proofs.len()];
+    assert!(snap::circuits(size, &commitments, &junk).is_err());
+}
+
 fn shape_end_to_end(size: u64, shape: Shape) {
     init();
     let dir = tempfile::tempdir().unwrap();
@@ -139,6 +176,25 @@ fn shape_end_to_end(size: u64, shape: Shape) {
     let other = porep::seal_c1(&spec, &dir.path().join("b"), &mut rng).unwrap();
     c2_is_accepted(&sealed, &other, shape);
     with_tree!(shape, Tree => post_is_accepted::<Tree>(&sealed));
+    if shape == Shape::Sub8 {
+        snap_is_accepted(&sealed, &other, dir.path());
+    }
+}
+
+/// SnapDeals at 2 KiB (`StackedDrg2KiBV1`, a registered update proof).
+#[test]
+fn snap_deals_at_2kib() {
+    init();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = SealSpec::new(2048, SealVariant::V1_1, None).unwrap();
+    let mut rng = rand::thread_rng();
+    let a = porep::seal_c1(&spec, &dir.path().join("a"), &mut rng).unwrap();
+    let b = porep::seal_c1(&spec, &dir.path().join("b"), &mut rng).unwrap();
+    assert!(snap::registered_update_proof(2048).is_some());
+    snap_is_accepted(&a, &b, dir.path());
+    // SnapDeals has no 1 GiB sectors: an error naming the sizes it has.
+    let err = snap::update_config(1 << 30).err().unwrap().to_string();
+    assert!(err.contains("SnapDeals has no 1GiB") && err.contains("32GiB"), "{err}");
 }
 
 #[test]

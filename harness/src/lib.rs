@@ -16,6 +16,7 @@ pub mod profile;
 pub mod records;
 pub mod report;
 pub mod signals;
+pub mod snap;
 pub mod sweep;
 pub mod synthetic;
 pub mod units;

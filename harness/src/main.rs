@@ -61,6 +61,20 @@ enum FilecoinCmd {
         #[arg(long)]
         force: bool,
     },
+    /// SnapDeals: seal a sector of random data (pre-commit), update it with new random data
+    /// (filecoin-proofs' encode_into) and write the update's vanilla partition proofs as Curio
+    /// sends them: snap.json and vanilla-<k>.bin.
+    Snap {
+        /// 2KiB, 8MiB, 512MiB, or a test size: 4KiB, 16KiB (the 32 GiB shape), 32KiB (64 GiB's).
+        #[arg(long = "sector-size", value_parser = parse_size)]
+        sector_size: u64,
+        /// Output folder.
+        #[arg(long)]
+        out: PathBuf,
+        /// Replace an update written there before.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -122,6 +136,9 @@ enum Cmd {
     /// Prove a PoRep C2 from a C1 output (filecoin-proofs-api's JSON, as Lotus and Curio write
     /// it, or filecoin-proofs' raw JSON) through the engine; check it with verify_seal.
     C2(C2Args),
+    /// Prove a SnapDeals update (an empty sector update) from its vanilla partition proofs
+    /// through the engine; check it with verify_empty_sector_update_proof.
+    SnapProve(harness::snap::SnapProveArgs),
     /// Filecoin sectors for C2 (sealing through C1 with filecoin-proofs).
     Filecoin {
         #[command(subcommand)]
@@ -394,6 +411,7 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             Ok(())
         }
         Cmd::C2(args) => c2(args, &command_line()),
+        Cmd::SnapProve(args) => harness::snap::snap_prove(args),
         Cmd::Synthetic(args) => harness::synthetic::synthetic(args),
         Cmd::Filecoin {
             cmd:
@@ -406,6 +424,14 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
                 },
         } => proofline_filecoin::variant::SealSpec::new(sector_size, variant, porep_id)
             .and_then(|spec| seal(&spec, &out, force)),
+        Cmd::Filecoin {
+            cmd:
+                FilecoinCmd::Snap {
+                    sector_size,
+                    out,
+                    force,
+                },
+        } => harness::snap::snap(sector_size, &out, force),
     }
 }
 

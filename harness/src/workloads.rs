@@ -161,7 +161,9 @@ impl WorkloadSpec {
                 let inputs = c.public_inputs();
                 (WorkloadCircuit::Sha256(c), inputs)
             }
-            WorkloadCircuit::Porep(_) | WorkloadCircuit::Post(_) => return None,
+            WorkloadCircuit::Porep(_) | WorkloadCircuit::Post(_) | WorkloadCircuit::Update(_) => {
+                return None
+            }
         })
     }
 }
@@ -177,6 +179,8 @@ pub enum WorkloadCircuit {
     Sha256(Sha256Circuit),
     /// `porep-2k`.
     Porep(Box<proofline_filecoin::porep::AnyPorepCircuit>),
+    /// A SnapDeals update partition (`snap-prove`).
+    Update(Box<proofline_filecoin::snap::AnyUpdateCircuit>),
     /// `winning-post-2k` and `window-post-2k`.
     Post(Box<proofline_filecoin::PostCircuit<proofline_filecoin::Tree2KiB>>),
 }
@@ -189,6 +193,7 @@ impl Circuit<Scalar> for WorkloadCircuit {
             WorkloadCircuit::Sha256(c) => c.synthesize(cs),
             WorkloadCircuit::Porep(c) => c.synthesize(cs),
             WorkloadCircuit::Post(c) => c.synthesize(cs),
+            WorkloadCircuit::Update(c) => c.synthesize(cs),
         }
     }
 }

@@ -29,6 +29,8 @@ pub enum InputKind {
     C1Output,
     /// A verifying key file (64 MiB, about 700,000 public inputs).
     VerifyingKey,
+    /// A vanilla proof as bincode (a SnapDeals partition's, a PoSt sector's; 1 GiB).
+    VanillaProof,
     /// A compiled device program in the kernel cache (256 MiB).
     KernelBinary,
 }
@@ -38,7 +40,7 @@ impl InputKind {
     pub fn limit(self) -> u64 {
         match self {
             InputKind::Document | InputKind::KernelBinary => 256 << 20,
-            InputKind::C1Output => 1 << 30,
+            InputKind::C1Output | InputKind::VanillaProof => 1 << 30,
             InputKind::VerifyingKey => 64 << 20,
         }
     }
@@ -49,6 +51,7 @@ impl InputKind {
             InputKind::Document => "a JSON, CSV or log file",
             InputKind::C1Output => "a C1 output",
             InputKind::VerifyingKey => "a verifying key",
+            InputKind::VanillaProof => "a vanilla proof",
             InputKind::KernelBinary => "a kernel cache entry",
         }
     }
