@@ -35,6 +35,7 @@ use storage_proofs_post::fallback::{
 };
 
 pub mod c1;
+pub mod plan;
 pub mod porep;
 mod porep_circuit;
 pub mod seal;

@@ -29,8 +29,7 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_update::constants::{TreeRDomain, TreeRHasher, ALLOWED_SECTOR_SIZES};
 use storage_proofs_update::{
-    EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof, PublicInputs,
-    PublicParams,
+    EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams,
 };
 
 use crate::porep::{parse_hex32, to_hex};
@@ -156,12 +155,14 @@ fn update_sector_as<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let piece_info = generate_piece_commitment(&mut piece, unpadded)?;
     piece.rewind()?;
     let staged = dir.join("update-staged");
-    let mut staged_file = std::fs::File::create(&staged)
-        .with_context(|| format!("creating {}", staged.display()))?;
+    let mut staged_file =
+        std::fs::File::create(&staged).with_context(|| format!("creating {}", staged.display()))?;
     add_piece(&mut piece, &mut staged_file, unpadded, &[])?;
     drop(staged_file);
     let new_replica = dir.join("update-replica");
+    // encode_into writes into a file of the sector key's size.
     std::fs::File::create(&new_replica)
+        .and_then(|f| f.set_len(sector_size))
         .with_context(|| format!("creating {}", new_replica.display()))?;
     let update_config = SectorUpdateConfig::from_porep_config(&config);
     let encoded = encode_into::<Tree>(
@@ -234,7 +235,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> UpdateCircuit<Tree> 
     }
 }
 
-impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Circuit<Scalar> for UpdateCircuit<Tree> {
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Circuit<Scalar>
+    for UpdateCircuit<Tree>
+{
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         self.build()?.synthesize(cs)
     }
@@ -290,7 +293,10 @@ pub fn update_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         .enumerate()
         .map(|(k, bytes)| {
             let proof: PartitionProof<Tree> = bincode::deserialize(bytes).with_context(|| {
-                format!("vanilla proof {k} is not a {} PartitionProof", size_name(sector_size))
+                format!(
+                    "vanilla proof {k} is not a {} PartitionProof",
+                    size_name(sector_size)
+                )
             })?;
             ensure!(
                 proof.challenge_proofs.len() == pub_params.challenge_count
@@ -344,7 +350,10 @@ pub fn write_update(dir: &Path, updated: &Updated) -> Result<()> {
     for (k, proof) in updated.vanilla_proofs.iter().enumerate() {
         write(format!("vanilla-{k}.bin"), proof)?;
     }
-    write("snap.json".into(), &serde_json::to_vec_pretty(&updated.info)?)
+    write(
+        "snap.json".into(),
+        &serde_json::to_vec_pretty(&updated.info)?,
+    )
 }
 
 /// Reads an update's files from `dir` (see [`write_update`]): every partition's vanilla proof,

@@ -44,6 +44,15 @@ fn c2_is_accepted(sealed: &SealedC1, other: &SealedC1, expected_shape: Shape) {
     let run = prove_circuits(circuits, Arc::new(cached.params), 1).unwrap();
     let proof = Proof::many_to_bytes(&run.proofs);
     assert_eq!(run.ledger.total_bytes.live, 0);
+    // `c2 --plan`'s figures, from the blank circuit's counts, are the ledger's measured peaks
+    // (one partition at a time at pw 1).
+    let plan = proofline_filecoin::plan::porep_plan(&sealed.spec, 64 << 30, 1, None).unwrap();
+    assert_eq!(plan.params_file_bytes, Some(std::fs::metadata(&cached.path).unwrap().len()));
+    assert!(plan.params_bound_bytes >= plan.params_bytes());
+    for (kind, bytes) in plan.partition.kinds() {
+        assert_eq!(run.ledger.kind(kind).bytes.peak, bytes, "{kind:?}");
+    }
+    assert_eq!(plan.pw, 1);
     let statement = sealed.statement().unwrap();
     assert!(statement.verify(&proof).unwrap(), "verify_seal rejected");
 
@@ -144,7 +153,10 @@ fn snap_is_accepted(sealed: &porep::SealedC1, other: &porep::SealedC1, dir: &std
     let (circuits, _): (Vec<_>, Vec<_>) = circuits.into_iter().unzip();
     let run = prove_circuits(circuits, params.clone(), 1).unwrap();
     let proof = Proof::many_to_bytes(&run.proofs);
-    assert!(snap::verify_update(size, &commitments, &proof).unwrap(), "update rejected");
+    assert!(
+        snap::verify_update(size, &commitments, &proof).unwrap(),
+        "update rejected"
+    );
 
     let mut flipped = proof.clone();
     flipped[7] ^= 0x10;
@@ -194,7 +206,10 @@ fn snap_deals_at_2kib() {
     snap_is_accepted(&a, &b, dir.path());
     // SnapDeals has no 1 GiB sectors: an error naming the sizes it has.
     let err = snap::update_config(1 << 30).err().unwrap().to_string();
-    assert!(err.contains("SnapDeals has no 1GiB") && err.contains("32GiB"), "{err}");
+    assert!(
+        err.contains("SnapDeals has no 1GiB") && err.contains("32GiB"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -26,8 +26,16 @@ use crate::workloads::{Workload, WorkloadCircuit};
 #[derive(clap::Args, Debug)]
 pub struct C2Args {
     /// The C1 output (JSON).
+    #[arg(long, required_unless_present = "plan")]
+    pub c1: Option<PathBuf>,
+    /// Print the memory plan instead of proving: one partition's host buffers by kind (from the
+    /// circuit's counts), the parameters, the C1 output, and the --pw and --mem-budget that fit
+    /// --ram. The sector is --sector-size, --variant and --porep-id (or --c1's sector.json).
     #[arg(long)]
-    pub c1: PathBuf,
+    pub plan: bool,
+    /// The RAM to plan for (default: this machine's).
+    #[arg(long, value_parser = parse_size, requires = "plan")]
+    pub ram: Option<u64>,
     /// Where to write the proof (the partitions' 192-byte proofs, concatenated: the bytes
     /// verify_seal takes).
     #[arg(long)]
@@ -282,7 +290,11 @@ pub fn seal(spec: &SealSpec, out: &Path, force: bool) -> anyhow::Result<()> {
 /// `proofline c2`: every option checked first, the C1 output read and checked, the partitions
 /// proven through the engine, the proof written and checked by `verify_seal`.
 pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
+    if args.plan {
+        return crate::plan::c2_plan(&args);
+    }
     let started = Instant::now();
+    let c1_path = args.c1.clone().context("--c1 is required")?;
     let run = || -> anyhow::Result<()> {
         // Every option first: nothing below may take minutes and then fail on one.
         let cfg = RunConfig {
@@ -291,9 +303,9 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
             jobs: 1,
             ..args.run.clone().normalized()
         };
-        let sector_json = args.c1.with_file_name("sector.json");
+        let sector_json = c1_path.with_file_name("sector.json");
         let mut files = RunFiles {
-            inputs: vec![args.c1.as_path(), sector_json.as_path()],
+            inputs: vec![c1_path.as_path(), sector_json.as_path()],
             ..RunFiles::default()
         };
         if let Some(out) = &args.out {
@@ -314,7 +326,7 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
         } else {
             None
         };
-        let (spec, c1) = c2_input(&args, info.as_ref())?;
+        let (spec, c1) = c2_input(&args, &c1_path, info.as_ref())?;
         let config = spec.config()?;
         let sector_id = match (args.sector_id, &info) {
             (Some(id), _) => id,
@@ -354,7 +366,7 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
             "C2 of sector {sector_id} ({}, tree shape {}, {partitions} partitions) from {}",
             spec.describe(),
             spec.shape().name(),
-            args.c1.display()
+            c1_path.display()
         );
         let t = Instant::now();
         let bar = Bar::new("porep", true);
@@ -446,12 +458,16 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
 /// The seal proof and C1 output of a `c2`: the wrapper names its registered proof; a raw C1
 /// output takes its size, variant and PoRep id from the options, else from its sector.json, and
 /// options that disagree with the file are refused.
-fn c2_input(args: &C2Args, info: Option<&porep::SectorInfo>) -> anyhow::Result<(SealSpec, AnyC1)> {
+fn c2_input(
+    args: &C2Args,
+    c1_path: &Path,
+    info: Option<&porep::SectorInfo>,
+) -> anyhow::Result<(SealSpec, AnyC1)> {
     let from_info = info.map(porep::SectorInfo::spec).transpose()?;
     let size = args
         .sector_size
         .or(from_info.as_ref().map(|s| s.sector_size));
-    match read_c1(&args.c1, size)? {
+    match read_c1(c1_path, size)? {
         C1File::Wrapped(w) => {
             let spec = SealSpec::registered(w.registered_proof);
             if let Some(size) = args.sector_size {

@@ -10,6 +10,7 @@ pub mod filecoin;
 pub mod outputs;
 pub mod params_cache;
 pub mod pce;
+pub mod plan;
 pub mod point;
 pub mod preflight;
 pub mod profile;

@@ -184,11 +184,52 @@ pub fn estimate_partition_bytes(params: &Parameters) -> (u64, u64) {
 /// and the inputs (ONE included), for example from [`crate::synthesis::cpu::circuit_size`] before
 /// any parameters are loaded.
 pub fn estimate_bytes(domain: usize, aux: usize, inputs: usize) -> (u64, u64) {
+    let b = estimate_buffers(domain, aux, inputs);
+    (b.abc, b.aux + b.input + b.density)
+}
+
+/// One partition's host buffers by the ledger's kinds, as synthesis allocates them (vectors
+/// grown by pushing end with a power-of-two capacity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PartitionBytes {
+    /// The a, b, c evaluations ([`crate::accounting::ledger::BufferKind::Abc`]).
+    pub abc: u64,
+    /// The aux assignment.
+    pub aux: u64,
+    /// The input assignment.
+    pub input: u64,
+    /// The density bitmaps.
+    pub density: u64,
+}
+
+impl PartitionBytes {
+    /// The kinds and their bytes, in the ledger's order.
+    pub fn kinds(&self) -> [(crate::accounting::ledger::BufferKind, u64); 4] {
+        use crate::accounting::ledger::BufferKind;
+        [
+            (BufferKind::Abc, self.abc),
+            (BufferKind::Aux, self.aux),
+            (BufferKind::Input, self.input),
+            (BufferKind::Density, self.density),
+        ]
+    }
+
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.abc + self.aux + self.input + self.density
+    }
+}
+
+/// [`PartitionBytes`] from the sizes alone (see [`estimate_bytes`]).
+pub fn estimate_buffers(domain: usize, aux: usize, inputs: usize) -> PartitionBytes {
     let scalars = |n: usize| (n.max(4).next_power_of_two() as u64).saturating_mul(32);
     let words = |bits: usize| (bits.div_ceil(64).max(4).next_power_of_two() * 8) as u64;
-    let abc = 3 * scalars(domain);
-    let rest = scalars(aux) + scalars(inputs) + 2 * words(aux) + words(inputs);
-    (abc, rest)
+    PartitionBytes {
+        abc: 3 * scalars(domain),
+        aux: scalars(aux),
+        input: scalars(inputs),
+        density: 2 * words(aux) + words(inputs),
+    }
 }
 
 /// Figures of one device of an engine's run (serialized as the sweep's `results.json` records

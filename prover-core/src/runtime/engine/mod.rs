@@ -52,8 +52,8 @@ use crate::stages::{SynthesizedPartition, Synthesizer};
 
 use accelerator::DeviceState;
 pub use config::{
-    estimate_bytes, estimate_partition_bytes, Config, DeviceStats, EngineStats, ReleasePolicy,
-    MAX_SLOTS, MAX_THREADS,
+    estimate_buffers, estimate_bytes, estimate_partition_bytes, Config, DeviceStats, EngineStats,
+    PartitionBytes, ReleasePolicy, MAX_SLOTS, MAX_THREADS,
 };
 pub use job::JobHandle;
 use job::{InFlight, JobState};
