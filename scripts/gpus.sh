@@ -27,6 +27,11 @@
 #   real    `sweep --synthesis pce` on the same workload (synthesis may bound it)
 #   porep   `sweep --circuit porep-2k --jobs POREP_JOBS` (each proof checked by verify_seal)
 #   c2      one sector sealed, then `c2 --backend cuda --gpus d` on each device
+#   shapes  a sector of each tree shape's test size (2KiB, 4KiB, 16KiB: the 32 GiB shape, 32KiB:
+#           the 64 GiB shape) sealed, then C2 on the CPU backend and on CUDA (first device),
+#           with filecoin-proofs' seal_commit_phase2 (`porep_bench c2-filecoin`, twice in one
+#           process: cold, then warm) beside them; and a 16KiB SnapDeals update on both
+#           backends. Needs `porep_bench` in BIN.
 #   production  the device suite's production sizes on each device (NTT 2^27 in the default
 #           shape, G1 MSMs 2^24 and 2^27, G2 2^24, each against a known answer)
 #   bench   the checked benchmarks at the GPU machine's sizes (NTT and H pipeline up to 2^27,
@@ -111,6 +116,29 @@ for s in "$@"; do
       for d in $(devices); do
         step "$OUT/c2-dev$d.txt" "$PL" c2 --c1 /tmp/c1-2k/c1.json --backend cuda --gpus "$d" \
           --record "$OUT/records.jsonl" --record-table gpu-pipeline
+      done
+      ;;
+    shapes)
+      d=$(devices | head -1)
+      for size in 2KiB 4KiB 16KiB 32KiB; do
+        rm -rf "/tmp/c1-$size"
+        step "$OUT/seal-$size.txt" "$PL" filecoin seal --sector-size "$size" --out "/tmp/c1-$size"
+        # The first run generates the parameters; the runs after it read them.
+        step "$OUT/c2-$size-cpu-first.txt" "$PL" c2 --c1 "/tmp/c1-$size/c1-raw.json" --backend cpu --pw 4
+        for round in 1 2; do
+          step "$OUT/c2-$size-cpu-$round.txt" "$PL" c2 --c1 "/tmp/c1-$size/c1-raw.json" --backend cpu --pw 4
+          step "$OUT/c2-$size-cuda-$round.txt" "$PL" c2 --c1 "/tmp/c1-$size/c1-raw.json" --backend cuda \
+            --gpus "$d" --pw 4
+          step "$OUT/c2-$size-filecoin-$round.txt" "$BIN/porep_bench" c2-filecoin "/tmp/c1-$size"
+        done
+      done
+      rm -rf /tmp/snap-16k
+      step "$OUT/snap-16KiB.txt" "$PL" filecoin snap --sector-size 16KiB --out /tmp/snap-16k
+      for round in 1 2; do
+        for backend in cpu cuda; do
+          step "$OUT/snap-16KiB-$backend-$round.txt" "$PL" snap-prove --dir /tmp/snap-16k \
+            --backend "$backend" --pw 4
+        done
       done
       ;;
     production)

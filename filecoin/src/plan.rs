@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use prover_core::runtime::engine::{estimate_buffers, PartitionBytes};
+use prover_core::runtime::engine::PartitionBytes;
 use prover_core::synthesis::cpu::{circuit_size, CircuitSize};
 use storage_proofs_core::parameter_cache::parameter_id;
 
@@ -72,7 +72,7 @@ pub fn porep_plan(
 ) -> Result<Plan> {
     let config = spec.config()?;
     let size = partition_size(spec)?;
-    let partition = estimate_buffers(size.domain_size(), size.aux, size.inputs);
+    let partition = size.partition_bytes();
     let id = with_tree!(spec.shape(), Tree => porep::cache_id::<Tree>(&config)?);
     let params_path = parameter_cache_dir().join(parameter_id(&id));
     let params_file_bytes = std::fs::metadata(&params_path).ok().map(|m| m.len());

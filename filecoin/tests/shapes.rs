@@ -47,7 +47,10 @@ fn c2_is_accepted(sealed: &SealedC1, other: &SealedC1, expected_shape: Shape) {
     // `c2 --plan`'s figures, from the blank circuit's counts, are the ledger's measured peaks
     // (one partition at a time at pw 1).
     let plan = proofline_filecoin::plan::porep_plan(&sealed.spec, 64 << 30, 1, None).unwrap();
-    assert_eq!(plan.params_file_bytes, Some(std::fs::metadata(&cached.path).unwrap().len()));
+    assert_eq!(
+        plan.params_file_bytes,
+        Some(std::fs::metadata(&cached.path).unwrap().len())
+    );
     assert!(plan.params_bound_bytes >= plan.params_bytes());
     for (kind, bytes) in plan.partition.kinds() {
         assert_eq!(run.ledger.kind(kind).bytes.peak, bytes, "{kind:?}");

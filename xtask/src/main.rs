@@ -34,6 +34,9 @@ commands run by the proofline binary:
        cargo xtask prove [--pw N] [options]     (cargo xtask prove --help)
        cargo xtask filecoin seal --sector-size 2KiB --out DIR
        cargo xtask c2 --c1 DIR/c1.json [--out proof.bin] (cargo xtask c2 --help)
+       cargo xtask c2 --plan --sector-size 32GiB [--ram 256GiB]
+       cargo xtask filecoin snap --sector-size 16KiB --out DIR
+       cargo xtask snap-prove --dir DIR [--out proof.bin]
        cargo xtask kernels --cuda-arch sm_90
        cargo xtask synthetic --backend cuda [--partitions N]
        cargo xtask report DIR
@@ -41,10 +44,11 @@ commands of the xtask:
        cargo xtask bench-tables [--check]
        cargo xtask record-criterion --table ID --out docs/records/FILE.jsonl [--filter TEXT]";
 
-const HARNESS_COMMANDS: [&str; 7] = [
+const HARNESS_COMMANDS: [&str; 8] = [
     "prove",
     "sweep",
     "c2",
+    "snap-prove",
     "filecoin",
     "kernels",
     "report",

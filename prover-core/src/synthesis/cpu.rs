@@ -27,6 +27,19 @@ impl CircuitSize {
     pub fn domain_size(&self) -> usize {
         self.constraints.max(1).next_power_of_two()
     }
+
+    /// The host buffers of a partition of this circuit as [`CpuSynthesizer`] hands it on (every
+    /// vector shrunk to its length), by the ledger's kinds: what the ledger counts for it.
+    pub fn partition_bytes(&self) -> crate::runtime::engine::PartitionBytes {
+        let scalar = std::mem::size_of::<Scalar>() as u64;
+        let words = |bits: usize| bits.div_ceil(64) as u64 * 8;
+        crate::runtime::engine::PartitionBytes {
+            abc: 3 * self.constraints as u64 * scalar,
+            aux: self.aux as u64 * scalar,
+            input: self.inputs as u64 * scalar,
+            density: 2 * words(self.aux) + words(self.inputs),
+        }
+    }
 }
 
 /// Counts a circuit's constraints and variables without evaluating a value or a linear
