@@ -160,6 +160,11 @@ impl AnyC1 {
         on_c1!(self, c, _T => c.comm_d)
     }
 
+    /// The interactive seed.
+    pub fn seed(&self) -> [u8; 32] {
+        on_c1!(self, c, _T => c.seed)
+    }
+
     /// The partitions' vanilla proofs: how many partitions, and challenges in each.
     pub fn partition_challenges(&self) -> Vec<usize> {
         on_c1!(self, c, _T => c.vanilla_proofs.iter().map(Vec::len).collect())

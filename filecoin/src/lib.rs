@@ -34,6 +34,7 @@ use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
+pub mod aggregate;
 pub mod c1;
 pub mod plan;
 pub mod porep;
@@ -139,7 +140,7 @@ impl std::fmt::Display for Trust {
 
 /// The marker proofline leaves next to a parameter file it generated (the published digest
 /// cannot match such a file, and it needs no check).
-fn generated_marker(params_path: &std::path::Path) -> PathBuf {
+pub(crate) fn generated_marker(params_path: &std::path::Path) -> PathBuf {
     let mut name = params_path.file_name().unwrap_or_default().to_os_string();
     name.push(".generated-by-proofline");
     params_path.with_file_name(name)
@@ -186,7 +187,7 @@ pub fn check_published_digest(path: &std::path::Path) -> Result<Option<f64>> {
 
 /// Sectors from this size up are only proven with the published parameter files: generating one
 /// takes hours and gives proofs no chain accepts.
-const PRODUCTION_ONLY_SECTOR_SIZE: u64 = 32 << 30;
+pub(crate) const PRODUCTION_ONLY_SECTOR_SIZE: u64 = 32 << 30;
 
 /// An error when `params_path` is missing and names a published file of a production-only
 /// size (32 GiB and 64 GiB): which files are missing, their published digests, and how to fetch

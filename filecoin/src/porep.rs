@@ -275,11 +275,6 @@ pub fn porep_circuits<Tree: 'static + MerkleTreeTrait>(
     config: &PoRepConfig,
     c1: &SealCommitPhase1Output<Tree>,
 ) -> Result<Vec<(PorepCircuit<Tree>, Vec<blstrs::Scalar>)>> {
-    ensure!(
-        !config.feature_enabled(ApiFeature::NonInteractivePoRep),
-        "a Non-Interactive PoRep proof is one SnarkPack aggregate of its partitions' proofs, \
-         which proofline does not build"
-    );
     ensure!(c1.comm_d != [0; 32], "invalid all-zero commitment (comm_d)");
     ensure!(c1.comm_r != [0; 32], "invalid all-zero commitment (comm_r)");
     ensure!(

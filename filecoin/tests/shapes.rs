@@ -13,6 +13,7 @@ use filecoin_proofs::{
     verify_window_post, verify_winning_post, FallbackPoStSectorProof, PoStType, SECTOR_SIZE_16_KIB,
     SECTOR_SIZE_32_KIB, SECTOR_SIZE_4_KIB,
 };
+use proofline_filecoin::aggregate;
 use proofline_filecoin::porep::{self, field_bytes, SealedC1};
 use proofline_filecoin::shape::Shape;
 use proofline_filecoin::snap;
@@ -252,25 +253,52 @@ fn synthetic_and_v1_porep_at_2kib() {
     }
 }
 
-/// Non-Interactive PoRep: its proof is one SnarkPack aggregate of its partitions' proofs, which
-/// proofline does not build; C2 refuses it with an error saying so (its C1 output is sealed and
-/// read like any other).
+/// Non-Interactive PoRep at 2 KiB: 13 partitions proved by the engine, aggregated with
+/// SnarkPack by filecoin-proofs, accepted by `verify_seal`; twins: a flipped byte, another
+/// sector's statement. The SRS: generated for the test size (with proofline's marker), refused for
+/// a 32 GiB sector whether missing or generated.
 #[test]
-fn non_interactive_porep_is_refused_with_the_reason() {
+fn non_interactive_porep_at_2kib_is_aggregated_and_accepted() {
     init();
+    let big = SealSpec::new(32 << 30, SealVariant::NonInteractive, None)
+        .unwrap()
+        .config()
+        .unwrap();
+    if !aggregate::srs_path().exists() {
+        let err = aggregate::ensure_srs(&big).unwrap_err().to_string();
+        assert!(err.contains("fetch-params 32GiB"), "{err}");
+    }
     let dir = tempfile::tempdir().unwrap();
     let spec = SealSpec::new(2048, SealVariant::NonInteractive, None).unwrap();
-    let sealed = porep::seal_c1(&spec, dir.path(), &mut rand::thread_rng()).unwrap();
-    assert_eq!(sealed.c1.partition_challenges().len(), 13);
-    let err = porep::circuits(&sealed.config().unwrap(), &sealed.c1)
-        .err()
-        .unwrap();
-    assert!(err.to_string().contains("SnarkPack"), "{err}");
-    // Its twin: the same sector's interactive variant builds its circuits.
-    let interactive = SealSpec::new(2048, SealVariant::V1_1, None).unwrap();
-    let sealed =
-        porep::seal_c1(&interactive, &dir.path().join("i"), &mut rand::thread_rng()).unwrap();
-    assert!(porep::circuits(&sealed.config().unwrap(), &sealed.c1).is_ok());
+    let mut rng = rand::thread_rng();
+    let a = porep::seal_c1(&spec, &dir.path().join("a"), &mut rng).unwrap();
+    let b = porep::seal_c1(&spec, &dir.path().join("b"), &mut rng).unwrap();
+    let config = a.config().unwrap();
+    assert_eq!(
+        a.c1.partition_challenges().len(),
+        usize::from(config.partitions)
+    );
+    let cached = porep::parameters_for(&config, PointCheck::Unchecked, &()).unwrap();
+    let (circuits, _): (Vec<_>, Vec<_>) =
+        porep::circuits(&config, &a.c1).unwrap().into_iter().unzip();
+    let run = prove_circuits(circuits, Arc::new(cached.params), 2).unwrap();
+    let partitions = Proof::many_to_bytes(&run.proofs);
+    let proof =
+        aggregate::seal_proof(&config, a.c1.comm_r(), a.c1.seed(), partitions.clone()).unwrap();
+    assert_ne!(proof, partitions, "an NI-PoRep proof is the aggregate");
+    assert!(
+        a.statement().unwrap().verify(&proof).unwrap(),
+        "verify_seal rejected"
+    );
+    let mut flipped = proof.clone();
+    flipped[100] ^= 1;
+    assert!(!a.statement().unwrap().verify(&flipped).unwrap_or(false));
+    assert!(!b.statement().unwrap().verify(&proof).unwrap_or(false));
+    // The partitions' proofs alone are not an NI-PoRep proof.
+    assert!(!a.statement().unwrap().verify(&partitions).unwrap_or(false));
+    // The generated SRS is test material: refused for a production sector.
+    let err = aggregate::ensure_srs(&big).unwrap_err().to_string();
+    assert!(err.contains("test SRS"), "{err}");
 }
 
 /// 32 GiB and 64 GiB are proven only with the published parameter files: with none in the

@@ -415,7 +415,14 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
             Ok(proofs) => proofs,
             Err(e) => return Err(blame_c2(e, &config, &c1, &cached.path)),
         };
-        let bytes = prover_core::Proof::many_to_bytes(&proofs);
+        // Non-Interactive PoRep: the partitions' proofs aggregated (SnarkPack, by
+        // filecoin-proofs); interactive PoRep: the partitions' proofs as they are.
+        let bytes = proofline_filecoin::aggregate::seal_proof(
+            &config,
+            c1.comm_r(),
+            c1.seed(),
+            prover_core::Proof::many_to_bytes(&proofs),
+        )?;
         // Checked before it is written: a rejected proof never lands under --out.
         let t = Instant::now();
         let ok = porep::SealStatement::of(&config, &c1, prover_id, sector_id).verify(&bytes)?;
