@@ -20,6 +20,7 @@
 #   PARTS      partitions per job in the dense sweeps                default 8
 #   JOBS       jobs per point in the dense sweeps                   default 4
 #   REPLAY_PW, REAL_PW, POREP_JOBS                                 default 1,2,4 / 8,16,32 / 8
+#   SHAPES, ROUNDS  the shapes step's sector sizes and rounds  default "2KiB 4KiB 16KiB 32KiB" / 2
 #
 # Steps:
 #   suite   the CUDA device suite on each device of every set (PROOFLINE_TEST_DEVICES=d)
@@ -51,6 +52,8 @@ JOBS=${JOBS:-4}
 REPLAY_PW=${REPLAY_PW:-1,2,4}
 REAL_PW=${REAL_PW:-8,16,32}
 POREP_JOBS=${POREP_JOBS:-8}
+SHAPES=${SHAPES:-2KiB 4KiB 16KiB 32KiB}
+ROUNDS=${ROUNDS:-2}
 PARAMS=/tmp/proofline-params
 export FIL_PROOFS_PARAMETER_CACHE=${FIL_PROOFS_PARAMETER_CACHE:-/tmp/fil-params}
 mkdir -p "$OUT" "$WORK" "$PARAMS" "$FIL_PROOFS_PARAMETER_CACHE"
@@ -120,12 +123,12 @@ for s in "$@"; do
       ;;
     shapes)
       d=$(devices | head -1)
-      for size in 2KiB 4KiB 16KiB 32KiB; do
+      for size in $SHAPES; do
         rm -rf "/tmp/c1-$size"
         step "$OUT/seal-$size.txt" "$PL" filecoin seal --sector-size "$size" --out "/tmp/c1-$size"
         # The first run generates the parameters; the runs after it read them.
         step "$OUT/c2-$size-cpu-first.txt" "$PL" c2 --c1 "/tmp/c1-$size/c1-raw.json" --backend cpu --pw 4
-        for round in 1 2; do
+        for round in $(seq "$ROUNDS"); do
           step "$OUT/c2-$size-cpu-$round.txt" "$PL" c2 --c1 "/tmp/c1-$size/c1-raw.json" --backend cpu --pw 4
           step "$OUT/c2-$size-cuda-$round.txt" "$PL" c2 --c1 "/tmp/c1-$size/c1-raw.json" --backend cuda \
             --gpus "$d" --pw 4
@@ -134,7 +137,7 @@ for s in "$@"; do
       done
       rm -rf /tmp/snap-16k
       step "$OUT/snap-16KiB.txt" "$PL" filecoin snap --sector-size 16KiB --out /tmp/snap-16k
-      for round in 1 2; do
+      for round in $(seq "$ROUNDS"); do
         for backend in cpu cuda; do
           step "$OUT/snap-16KiB-$backend-$round.txt" "$PL" snap-prove --dir /tmp/snap-16k \
             --backend "$backend" --pw 4

@@ -61,9 +61,10 @@ pub fn c2_plan(args: &C2Args) -> anyhow::Result<()> {
     say!("counting the circuit of one partition...");
     let plan = porep_plan(&spec, ram, cores, c1_bytes)?;
     say!(
-        "C2 memory plan: {}, {} partitions of {} constraints (domain 2^{}), {} aux variables, {} inputs",
+        "C2 memory plan: {}, {} partition{} of {} constraints (domain 2^{}), {} aux variables, {} inputs",
         plan.proof,
         plan.partitions,
+        if plan.partitions == 1 { "" } else { "s" },
         plan.size.constraints,
         plan.size.domain_size().trailing_zeros(),
         plan.size.aux,

@@ -395,3 +395,66 @@ fn a_test_size_seals_and_c2_reads_it_from_sector_json() {
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     assert!(stderr(&o).contains("not a C1 output"), "{}", stderr(&o));
 }
+
+/// `c2 --plan` prints a 2 KiB C2's plan from the circuit's counts and fits it to --ram; a RAM
+/// too small for one partition is an error saying so. `snap-prove` and `filecoin snap` refuse
+/// what they cannot use, naming it, without panicking.
+#[test]
+fn plan_and_snap_commands_refuse_what_they_cannot_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("params");
+    let o = proofline(
+        &["c2", "--plan", "--sector-size", "2KiB", "--ram", "64GiB"],
+        &cache,
+    );
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for expect in ["1 partition of", "abc", "density", "is not in the cache", "--pw 1"] {
+        assert!(said.contains(expect), "{expect}: {said}");
+    }
+    let o = proofline(
+        &["c2", "--plan", "--sector-size", "2KiB", "--ram", "100MiB"],
+        &cache,
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("does not hold"), "{}", stderr(&o));
+    let o = proofline(&["c2", "--plan"], &cache);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--sector-size"), "{}", stderr(&o));
+
+    let o = proofline(
+        &["snap-prove", "--dir", dir.path().join("none").to_str().unwrap()],
+        &cache,
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("snap.json"), "{}", stderr(&o));
+    let bad = dir.path().join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(
+        bad.join("snap.json"),
+        r#"{"sector_size": 2048, "comm_r_old": "zz", "comm_r_new": "00", "comm_d_new": "00"}"#,
+    )
+    .unwrap();
+    let o = proofline(&["snap-prove", "--dir", bad.to_str().unwrap()], &cache);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("vanilla-0.bin"), "{}", stderr(&o));
+    std::fs::write(bad.join("vanilla-0.bin"), b"not a proof").unwrap();
+    let o = proofline(&["snap-prove", "--dir", bad.to_str().unwrap()], &cache);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("comm_r_old"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    let o = proofline(
+        &[
+            "filecoin",
+            "snap",
+            "--sector-size",
+            "1GiB",
+            "--out",
+            dir.path().join("s").to_str().unwrap(),
+        ],
+        &cache,
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("SnapDeals has no 1GiB"), "{}", stderr(&o));
+    assert!(!dir.path().join("s").exists());
+}
