@@ -8,6 +8,7 @@
 //! porep_bench params-bellperson DIR    # filecoin-proofs' groth_params (bellperson) into it
 //! porep_bench c2-proofline DIR [PW]    # C2 through proofline's engine, verify_seal
 //! porep_bench c2-filecoin DIR          # filecoin-proofs' seal_commit_phase2, twice (verifies inside)
+//! porep_bench snap-filecoin DIR        # filecoin-proofs' update prover on `filecoin snap`'s DIR, twice
 //! ```
 //!
 //! SIZE is a sector size in bytes (default 2048: 2 KiB; 4096, 16384 and 32768 are the test sizes
@@ -24,7 +25,10 @@ use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, SealCommitPhase1Output};
 use proofline_filecoin::c1::{read_c1, AnyC1, C1File};
 use proofline_filecoin::porep::{self, SectorInfo};
 use proofline_filecoin::storage_proofs_core::merkle::MerkleTreeTrait;
+use proofline_filecoin::shape::Shape;
 use proofline_filecoin::variant::{SealSpec, SealVariant};
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::PartitionProof;
 use proofline_filecoin::{cached_parameters, parameter_cache_dir, prove_circuits, with_tree};
 use prover_core::runtime::sampler::peak_rss;
 use prover_core::{write_parameters_with_progress, PointCheck, Trapdoor};
@@ -80,8 +84,45 @@ fn main() -> Result<()> {
         );
         return Ok(());
     }
+    if args.first().map(String::as_str) == Some("snap-filecoin") {
+        // DIR is what `proofline filecoin snap` writes (snap.json, vanilla-<k>.bin).
+        let updated = proofline_filecoin::snap::read_update(&dir)?;
+        let size = updated.info.sector_size;
+        return with_tree!(Shape::of(size)?, Tree => snap_filecoin::<Tree>(&updated));
+    }
     let (spec, _) = sector_info(&dir)?;
     with_tree!(spec.shape(), Tree => step::<Tree>(&args, &dir, &spec.config()?))
+}
+
+/// filecoin-proofs' own update prover on the same vanilla proofs, twice in one process (cold,
+/// then with its parameters in memory), each proof checked by its verifier.
+fn snap_filecoin<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    updated: &proofline_filecoin::snap::Updated,
+) -> Result<()> {
+    let size = updated.info.sector_size;
+    let c = updated.info.commitments()?;
+    let config = proofline_filecoin::snap::update_config(size)?;
+    for step in ["snap-filecoin-first", "snap-filecoin-second"] {
+        let t = Instant::now();
+        let proofs = updated
+            .vanilla_proofs
+            .iter()
+            .map(|b| bincode::deserialize::<PartitionProof<Tree>>(b))
+            .collect::<Result<Vec<_>, _>>()?;
+        let out = filecoin_proofs::generate_empty_sector_update_proof_with_vanilla::<Tree>(
+            &config,
+            proofs,
+            c.comm_r_old,
+            c.comm_r_new,
+            c.comm_d_new,
+        )?;
+        ensure!(
+            proofline_filecoin::snap::verify_update(size, &c, &out.0)?,
+            "filecoin-proofs' update proof did not verify"
+        );
+        report(step, t, format!("proof_bytes {}", out.0.len()));
+    }
+    Ok(())
 }
 
 fn step<Tree: 'static + MerkleTreeTrait>(
@@ -177,7 +218,7 @@ fn step<Tree: 'static + MerkleTreeTrait>(
                 report(step, t, format!("proof_bytes {}", out.proof.len()));
             }
         }
-        _ => bail!("usage: porep_bench seal DIR [SIZE [VARIANT]] | params-proofline DIR | params-bellperson DIR | c2-proofline DIR [PW] | c2-filecoin DIR"),
+        _ => bail!("usage: porep_bench seal DIR [SIZE [VARIANT]] | params-proofline DIR | params-bellperson DIR | c2-proofline DIR [PW] | c2-filecoin DIR | snap-filecoin DIR"),
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
-//! `proofline synthetic`: a partition shaped like a 32 GiB PoRep's (domain 2^27, about 130M aux
-//! variables, the PoRep witness's mix and densities) through a device backend's accelerator
+//! `proofline synthetic`: a partition shaped like a 32 GiB PoRep's (its constraint, aux and
+//! input counts from filecoin-proofs' circuit, carried into the chosen domain; the PoRep
+//! witness's mix and densities) through a device backend's accelerator
 //! worker, the engine's accelerator stage: a, b, c and the witness go from host memory through
 //! the worker's pinned staging to the device, the H pipeline and every MSM run (b_g2 included)
 //! against random bases made on the device. A timing workload, not a proof: a 32 GiB sector's
@@ -12,6 +13,7 @@ use std::time::Instant;
 use anyhow::Context;
 use gpu_core::synthetic::SyntheticKey;
 use gpu_core::DeviceBackend;
+use proofline_filecoin::variant::{SealSpec, SealVariant};
 use proofline_workloads::synthetic::{key_shape, SyntheticSpec};
 use prover_core::accounting::ledger::{Stage, StageLedger};
 use prover_core::units::human_bytes;
@@ -103,7 +105,22 @@ fn run(acc: &dyn DeviceBackend, args: &SyntheticArgs) -> anyhow::Result<()> {
     );
     acc.describe().iter().for_each(|l| crate::say!("{l}"));
     let seed = args.seed.unwrap_or_else(rand::random);
-    let spec = SyntheticSpec::scaled(args.log2_domain);
+    // The shape: the real 32 GiB PoRep partition's counts (filecoin-proofs' blank circuit,
+    // counted in about 20 s), carried into the chosen domain.
+    let t = std::time::Instant::now();
+    let real = proofline_filecoin::plan::partition_size(&SealSpec::new(
+        32 << 30,
+        SealVariant::V1_1,
+        None,
+    )?)?;
+    crate::say!(
+        "a 32 GiB PoRep partition: {} constraints, {} aux variables, {} inputs (counted in {:.1} s)",
+        real.constraints,
+        real.aux,
+        real.inputs,
+        t.elapsed().as_secs_f64()
+    );
+    let spec = SyntheticSpec::like(real.constraints, real.inputs, real.aux, args.log2_domain);
     crate::say!(
         "synthetic partition shaped like a 32 GiB PoRep's, {NOT_A_PROOF}: domain 2^{}, {} constraints, {} aux variables (51% zeros, 47% ones, 2% dense), seed {seed}",
         args.log2_domain, spec.constraints, spec.aux

@@ -61,6 +61,21 @@ impl SyntheticSpec {
         }
     }
 
+    /// A real partition's counts (constraints, inputs with ONE, aux variables) carried into a
+    /// domain of `2^log2_domain`: constraints and aux variables scaled by the ratio of the
+    /// domains, the inputs kept (at most half the constraints).
+    pub fn like(constraints: usize, inputs: usize, aux: usize, log2_domain: u32) -> Self {
+        let real_domain = constraints.max(1).next_power_of_two() as u128;
+        let domain = 1usize << log2_domain;
+        let scale = |n: usize| (n as u128 * domain as u128 / real_domain) as usize;
+        let constraints = scale(constraints).clamp(domain / 2 + 1, domain);
+        SyntheticSpec {
+            constraints,
+            inputs: inputs.clamp(1, constraints / 2),
+            aux: scale(aux).max(2),
+        }
+    }
+
     /// The evaluation domain.
     pub fn domain(&self) -> usize {
         self.constraints.next_power_of_two()
@@ -212,6 +227,19 @@ mod tests {
             "{b} {}",
             p.heap_bytes()
         );
+    }
+
+    #[test]
+    fn real_counts_carry_into_smaller_domains() {
+        // A 32 GiB PoRep partition's counts (filecoin-proofs 19.1's circuit).
+        let real = SyntheticSpec::like(130_278_869, 328, 130_169_893, 27);
+        assert_eq!((real.constraints, real.inputs, real.aux), (130_278_869, 328, 130_169_893));
+        let small = SyntheticSpec::like(130_278_869, 328, 130_169_893, 14);
+        assert_eq!(small.domain(), 1 << 14);
+        assert_eq!(small.constraints, 130_278_869 * (1 << 14) / (1 << 27));
+        assert_eq!(small.inputs, 328);
+        // A domain too small for the inputs keeps half the constraints for them at most.
+        assert_eq!(SyntheticSpec::like(130_278_869, 328, 130_169_893, 9).inputs, 248);
     }
 
     #[test]

@@ -91,9 +91,6 @@ macro_rules! impl_encoded_point {
         }
 
         impl Finish for $affine {
-            fn on_curve(&self) -> bool {
-                self.is_on_curve().into()
-            }
             fn torsion_free(&self) -> bool {
                 self.is_torsion_free().into()
             }
@@ -102,16 +99,16 @@ macro_rules! impl_encoded_point {
 }
 
 trait Finish: PrimeCurveAffine {
-    fn on_curve(&self) -> bool;
     fn torsion_free(&self) -> bool;
 }
 
+/// The checks after blst decoded a point. blst's deserializer has checked that it is on its
+/// curve (`BLST_POINT_NOT_ON_CURVE` otherwise; its decompression finds y on the curve), so that
+/// is not computed twice: a point is refused as the identity, and with `Checked` outside the
+/// subgroup.
 fn finish<P: Finish>(p: P, check: PointCheck) -> Result<P, PointError> {
     if bool::from(p.is_identity()) {
         return Err(PointError::Identity);
-    }
-    if !p.on_curve() {
-        return Err(PointError::NotOnCurve);
     }
     if check == PointCheck::Checked && !p.torsion_free() {
         return Err(PointError::NotInSubgroup);
@@ -159,7 +156,7 @@ pub(crate) trait Source {
 
     /// A u32 big-endian count followed by that many uncompressed points, decoded in parallel.
     fn points<P: EncodedPoint>(&mut self, what: &'static str, check: PointCheck) -> Result<Vec<P>> {
-        const CHUNK: usize = 1 << 16;
+        const CHUNK: usize = 1 << 18;
         let len = self.u32_be(what)? as usize;
         let claimed_bytes = len as u64 * P::UNCOMPRESSED as u64;
         if let Some(available) = self.remaining() {
@@ -178,22 +175,38 @@ pub(crate) trait Source {
         } else {
             len.min(CHUNK)
         });
+        // Points a rayon task decodes.
+        const TASK: usize = 1 << 10;
         let mut done = 0;
         while done < len {
             let n = (len - done).min(CHUNK);
             let bytes = self.take(n * P::UNCOMPRESSED, what)?;
-            let decoded = bytes
-                .par_chunks_exact(P::UNCOMPRESSED)
+            // Decoded straight into the vector's free capacity, no copy in between.
+            out.reserve(n);
+            out.spare_capacity_mut()[..n]
+                .par_chunks_mut(TASK)
+                .zip(bytes.par_chunks(TASK * P::UNCOMPRESSED))
                 .enumerate()
-                .map(|(i, b)| {
-                    P::decode_uncompressed(b, check).map_err(|reason| Error::InvalidPoint {
-                        what,
-                        index: done + i,
-                        reason,
-                    })
-                })
-                .collect::<Result<Vec<P>>>()?;
-            out.extend_from_slice(&decoded);
+                .try_for_each(|(task, (slots, encoded))| {
+                    for (i, (slot, b)) in slots
+                        .iter_mut()
+                        .zip(encoded.chunks_exact(P::UNCOMPRESSED))
+                        .enumerate()
+                    {
+                        let p = P::decode_uncompressed(b, check).map_err(|reason| {
+                            Error::InvalidPoint {
+                                what,
+                                index: done + task * TASK + i,
+                                reason,
+                            }
+                        })?;
+                        slot.write(p);
+                    }
+                    Ok(())
+                })?;
+            // SAFETY: the `n` slots after the length were each written above (`try_for_each`
+            // returns `Ok` only when every task wrote all of its slots).
+            unsafe { out.set_len(out.len() + n) };
             done += n;
         }
         Ok(out)
@@ -249,6 +262,9 @@ pub(crate) struct ReadSource<R> {
     inner: R,
     pos: u64,
     len: Option<u64>,
+    /// The buffer `take` reads into, kept from one call to the next: a chunk of points reuses
+    /// the pages of the last one instead of faulting in fresh zeroed ones.
+    scratch: Vec<u8>,
 }
 
 impl<R: Read> ReadSource<R> {
@@ -257,6 +273,7 @@ impl<R: Read> ReadSource<R> {
             inner,
             pos: 0,
             len: None,
+            scratch: Vec::new(),
         }
     }
 
@@ -266,6 +283,7 @@ impl<R: Read> ReadSource<R> {
             inner,
             pos: 0,
             len: Some(len),
+            scratch: Vec::new(),
         }
     }
 
@@ -277,7 +295,10 @@ impl<R: Read> ReadSource<R> {
 
 impl<R: Read> Source for ReadSource<R> {
     fn take(&mut self, n: usize, what: &'static str) -> Result<Cow<'_, [u8]>> {
-        let mut buf = vec![0u8; n];
+        if self.scratch.len() != n {
+            self.scratch.resize(n, 0);
+        }
+        let buf = &mut self.scratch;
         let mut filled = 0;
         while filled < n {
             match self.inner.read(&mut buf[filled..]) {
@@ -295,7 +316,7 @@ impl<R: Read> Source for ReadSource<R> {
             }
         }
         self.pos += n as u64;
-        Ok(Cow::Owned(buf))
+        Ok(Cow::Borrowed(&self.scratch[..n]))
     }
 
     fn remaining(&self) -> Option<u64> {
