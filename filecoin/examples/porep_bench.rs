@@ -24,11 +24,9 @@ use anyhow::{bail, ensure, Context, Result};
 use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, SealCommitPhase1Output};
 use proofline_filecoin::c1::{read_c1, AnyC1, C1File};
 use proofline_filecoin::porep::{self, SectorInfo};
-use proofline_filecoin::storage_proofs_core::merkle::MerkleTreeTrait;
 use proofline_filecoin::shape::Shape;
+use proofline_filecoin::storage_proofs_core::merkle::MerkleTreeTrait;
 use proofline_filecoin::variant::{SealSpec, SealVariant};
-use storage_proofs_update::constants::TreeRHasher;
-use storage_proofs_update::PartitionProof;
 use proofline_filecoin::{cached_parameters, parameter_cache_dir, prove_circuits, with_tree};
 use prover_core::runtime::sampler::peak_rss;
 use prover_core::{write_parameters_with_progress, PointCheck, Trapdoor};
@@ -36,6 +34,8 @@ use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
 use storage_proofs_core::sector::SectorId;
 use storage_proofs_porep::stacked::StackedCompound;
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::PartitionProof;
 
 fn report(step: &str, t: Instant, detail: String) {
     println!(

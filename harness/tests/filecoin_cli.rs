@@ -409,7 +409,13 @@ fn plan_and_snap_commands_refuse_what_they_cannot_use() {
     );
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", stderr(&o));
-    for expect in ["1 partition of", "abc", "density", "is not in the cache", "--pw 1"] {
+    for expect in [
+        "1 partition of",
+        "abc",
+        "density",
+        "is not in the cache",
+        "--pw 1",
+    ] {
         assert!(said.contains(expect), "{expect}: {said}");
     }
     let o = proofline(
@@ -423,7 +429,11 @@ fn plan_and_snap_commands_refuse_what_they_cannot_use() {
     assert!(stderr(&o).contains("--sector-size"), "{}", stderr(&o));
 
     let o = proofline(
-        &["snap-prove", "--dir", dir.path().join("none").to_str().unwrap()],
+        &[
+            "snap-prove",
+            "--dir",
+            dir.path().join("none").to_str().unwrap(),
+        ],
         &cache,
     );
     assert!(!o.status.success());
@@ -455,6 +465,10 @@ fn plan_and_snap_commands_refuse_what_they_cannot_use() {
         &cache,
     );
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("SnapDeals has no 1GiB"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("SnapDeals has no 1GiB"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!dir.path().join("s").exists());
 }

@@ -233,13 +233,19 @@ mod tests {
     fn real_counts_carry_into_smaller_domains() {
         // A 32 GiB PoRep partition's counts (filecoin-proofs 19.1's circuit).
         let real = SyntheticSpec::like(130_278_869, 328, 130_169_893, 27);
-        assert_eq!((real.constraints, real.inputs, real.aux), (130_278_869, 328, 130_169_893));
+        assert_eq!(
+            (real.constraints, real.inputs, real.aux),
+            (130_278_869, 328, 130_169_893)
+        );
         let small = SyntheticSpec::like(130_278_869, 328, 130_169_893, 14);
         assert_eq!(small.domain(), 1 << 14);
         assert_eq!(small.constraints, 130_278_869 * (1 << 14) / (1 << 27));
         assert_eq!(small.inputs, 328);
         // A domain too small for the inputs keeps half the constraints for them at most.
-        assert_eq!(SyntheticSpec::like(130_278_869, 328, 130_169_893, 9).inputs, 248);
+        assert_eq!(
+            SyntheticSpec::like(130_278_869, 328, 130_169_893, 9).inputs,
+            248
+        );
     }
 
     #[test]

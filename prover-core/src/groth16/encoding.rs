@@ -202,7 +202,7 @@ pub(crate) trait Source {
                         })?;
                         slot.write(p);
                     }
-                    Ok(())
+                    Ok::<(), Error>(())
                 })?;
             // SAFETY: the `n` slots after the length were each written above (`try_for_each`
             // returns `Ok` only when every task wrote all of its slots).
