@@ -446,7 +446,7 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
         );
         if let Some(path) = &args.record {
             let record = crate::records::c2_record(
-                &proofline_filecoin::shape::size_name(spec.sector_size),
+                &human_bytes(spec.sector_size),
                 proofs.len(),
                 args.pw,
                 cfg.backend.name(),
