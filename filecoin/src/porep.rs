@@ -88,6 +88,19 @@ impl SectorInfo {
         parse_hex32(&self.prover_id).context("sector.json: prover_id")
     }
 
+    /// The `sector.json` that `seal` wrote beside a C1 output file, when there is one.
+    pub fn beside(c1: &Path) -> Result<Option<SectorInfo>> {
+        let path = c1.with_file_name("sector.json");
+        if !path.exists() {
+            return Ok(None);
+        }
+        let bytes = prover_core::files::read_input(&path, prover_core::files::InputKind::Document)?;
+        Ok(Some(
+            serde_json::from_slice(&bytes)
+                .with_context(|| format!("reading {}", path.display()))?,
+        ))
+    }
+
     /// The sector's seal proof.
     pub fn spec(&self) -> Result<SealSpec> {
         if let Some(proof) = self.registered_proof {

@@ -68,6 +68,28 @@ pub fn seal_random_sector<Tree: 'static + MerkleTreeTrait>(
     seal_sector::<Tree>(&config, dir, prover_id, rng)
 }
 
+/// Writes a sector's worth of random data to `piece`, and its padded form, as one piece filling
+/// the sector, to `staged` (filecoin-proofs' `add_piece`); returns the piece's commitment.
+pub(crate) fn stage_random_piece(
+    piece: &Path,
+    staged: &Path,
+    sector_size: u64,
+    rng: &mut impl RngCore,
+) -> Result<PieceInfo> {
+    let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
+    let mut data = vec![0u8; u64::from(unpadded) as usize];
+    rng.fill_bytes(&mut data);
+    std::fs::write(piece, &data).with_context(|| format!("writing {}", piece.display()))?;
+    let mut piece_file = prover_core::files::open_regular_file(piece)?;
+    let piece_info = generate_piece_commitment(&mut piece_file, unpadded)?;
+    piece_file.rewind()?;
+    let mut staged_file =
+        std::fs::File::create(staged).with_context(|| format!("creating {}", staged.display()))?;
+    add_piece(&mut piece_file, &mut staged_file, unpadded, &[])?;
+    staged_file.flush()?;
+    Ok(piece_info)
+}
+
 /// Seals a sector of random data into `dir` under `config` (pre-commit phases 1 and 2).
 pub fn seal_sector<Tree: 'static + MerkleTreeTrait>(
     config: &PoRepConfig,
@@ -80,20 +102,8 @@ pub fn seal_sector<Tree: 'static + MerkleTreeTrait>(
     let sector_dir = dir.join(format!("sector-{}", u64::from(sector_id)));
     let cache = sector_dir.join("cache");
     prover_core::files::create_dir_all(&cache)?;
-    let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
-    let mut data = vec![0u8; u64::from(unpadded) as usize];
-    rng.fill_bytes(&mut data);
-    let piece_path = sector_dir.join("piece");
-    std::fs::write(&piece_path, &data)
-        .with_context(|| format!("writing {}", piece_path.display()))?;
-    let mut piece = prover_core::files::open_regular_file(&piece_path)?;
-    let piece_info = generate_piece_commitment(&mut piece, unpadded)?;
-    piece.rewind()?;
     let staged = sector_dir.join("staged");
-    let mut staged_file =
-        std::fs::File::create(&staged).with_context(|| format!("creating {}", staged.display()))?;
-    add_piece(&mut piece, &mut staged_file, unpadded, &[])?;
-    staged_file.flush()?;
+    let piece_info = stage_random_piece(&sector_dir.join("piece"), &staged, sector_size, rng)?;
     let replica = sector_dir.join("sealed");
     std::fs::File::create(&replica).with_context(|| format!("creating {}", replica.display()))?;
     let ticket: [u8; 32] = rng.gen();

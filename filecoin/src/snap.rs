@@ -8,7 +8,6 @@
 //! id, the three commitments in hex) and `vanilla-<k>.bin`, one bincode `PartitionProof` per
 //! partition.
 
-use std::io::Seek;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,9 +16,8 @@ use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
-    add_piece, encode_into, generate_partition_proofs, generate_piece_commitment,
-    verify_empty_sector_update_proof, DefaultPieceDomain, PaddedBytesAmount, PoRepConfig,
-    SectorUpdateConfig, UnpaddedBytesAmount,
+    encode_into, generate_partition_proofs, verify_empty_sector_update_proof, DefaultPieceDomain,
+    PoRepConfig, SectorUpdateConfig,
 };
 use filecoin_proofs_api::RegisteredUpdateProof;
 use rand::RngCore;
@@ -33,7 +31,7 @@ use storage_proofs_update::{
 };
 
 use crate::porep::{parse_hex32, to_hex};
-use crate::seal::SealedSector;
+use crate::seal::{stage_random_piece, SealedSector};
 use crate::shape::{size_name, Shape};
 use crate::{cached_parameters, with_tree, CachedParameters};
 use prover_core::{GenProgress, PointCheck};
@@ -145,20 +143,8 @@ fn update_sector_as<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let config = update_config(sector_size)?;
     let new_cache = dir.join("update-cache");
     prover_core::files::create_dir_all(&new_cache)?;
-    let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
-    let mut data = vec![0u8; u64::from(unpadded) as usize];
-    rng.fill_bytes(&mut data);
-    let piece_path = dir.join("update-piece");
-    std::fs::write(&piece_path, &data)
-        .with_context(|| format!("writing {}", piece_path.display()))?;
-    let mut piece = prover_core::files::open_regular_file(&piece_path)?;
-    let piece_info = generate_piece_commitment(&mut piece, unpadded)?;
-    piece.rewind()?;
     let staged = dir.join("update-staged");
-    let mut staged_file =
-        std::fs::File::create(&staged).with_context(|| format!("creating {}", staged.display()))?;
-    add_piece(&mut piece, &mut staged_file, unpadded, &[])?;
-    drop(staged_file);
+    let piece_info = stage_random_piece(&dir.join("update-piece"), &staged, sector_size, rng)?;
     let new_replica = dir.join("update-replica");
     // encode_into writes into a file of the sector key's size.
     std::fs::File::create(&new_replica)

@@ -198,6 +198,54 @@ pub fn print_outcome(o: &PointOutcome) {
     );
 }
 
+/// Prints where a command's parameters came from, how they were trusted, and the time to
+/// generate (when they were) and read them.
+pub fn say_parameters(cached: &proofline_filecoin::CachedParameters) {
+    say!(
+        "parameters {} ({}): {}{}; read in {:.1} s",
+        cached.path.display(),
+        human_bytes(cached.params.heap_bytes() as u64),
+        cached.trust,
+        if cached.generated {
+            format!(" in {:.1} s", cached.generate_seconds)
+        } else {
+            String::new()
+        },
+        cached.read_seconds
+    );
+}
+
+/// Checks a proof with filecoin-proofs' `verifier` (its name, for the messages) and writes it
+/// to `out` only when accepted: a rejected proof never lands under `--out`, and is an error.
+pub fn verify_then_write(
+    verifier: &str,
+    bytes: &[u8],
+    out: Option<&Path>,
+    verify: impl FnOnce(&[u8]) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let t = Instant::now();
+    let ok = verify(bytes)?;
+    say!(
+        "filecoin-proofs {verifier}: {} ({:.3} s)",
+        if ok { "accepted" } else { "REJECTED" },
+        t.elapsed().as_secs_f64()
+    );
+    if let (true, Some(out)) = (ok, out) {
+        write_file(out, bytes).map_err(anyhow::Error::msg)?;
+        say!("proof ({} bytes) written to {}", bytes.len(), out.display());
+    }
+    anyhow::ensure!(
+        ok,
+        "{verifier} rejected the proof{}",
+        if out.is_some() {
+            "; nothing was written to --out"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
 /// `--variant`'s parser.
 pub fn parse_variant(s: &str) -> Result<SealVariant, String> {
     SealVariant::parse(s).map_err(|e| e.to_string())
@@ -315,17 +363,7 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
             files.outputs.push(("--record", record));
         }
         crate::preflight::check(&cfg, &files)?;
-        let info: Option<porep::SectorInfo> = if sector_json.exists() {
-            Some(
-                serde_json::from_slice(&prover_core::files::read_input(
-                    &sector_json,
-                    prover_core::files::InputKind::Document,
-                )?)
-                .with_context(|| format!("reading {}", sector_json.display()))?,
-            )
-        } else {
-            None
-        };
+        let info = porep::SectorInfo::beside(&c1_path)?;
         let (spec, c1) = c2_input(&args, &c1_path, info.as_ref())?;
         let config = spec.config()?;
         let sector_id = match (args.sector_id, &info) {
@@ -380,18 +418,7 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
             &bar,
         )?;
         bar.finish(format!("{}", cached.path.display()));
-        say!(
-            "parameters {} ({}): {}{}; read in {:.1} s",
-            cached.path.display(),
-            human_bytes(cached.params.heap_bytes() as u64),
-            cached.trust,
-            if cached.generated {
-                format!(" in {:.1} s", cached.generate_seconds)
-            } else {
-                String::new()
-            },
-            cached.read_seconds
-        );
+        say_parameters(&cached);
         let params_load_seconds = t.elapsed().as_secs_f64();
         let (circuits, inputs) = circuits
             .into_iter()
@@ -423,27 +450,10 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
             c1.seed(),
             prover_core::Proof::many_to_bytes(&proofs),
         )?;
-        // Checked before it is written: a rejected proof never lands under --out.
-        let t = Instant::now();
-        let ok = porep::SealStatement::of(&config, &c1, prover_id, sector_id).verify(&bytes)?;
-        say!(
-            "filecoin-proofs verify_seal: {} ({:.3} s)",
-            if ok { "accepted" } else { "REJECTED" },
-            t.elapsed().as_secs_f64()
-        );
-        if let (true, Some(out)) = (ok, &args.out) {
-            write_file(out, &bytes).map_err(anyhow::Error::msg)?;
-            say!("proof ({} bytes) written to {}", bytes.len(), out.display());
-        }
-        anyhow::ensure!(
-            ok,
-            "verify_seal rejected the proof{}",
-            if args.out.is_some() {
-                "; nothing was written to --out"
-            } else {
-                ""
-            }
-        );
+        let statement = porep::SealStatement::of(&config, &c1, prover_id, sector_id);
+        verify_then_write("verify_seal", &bytes, args.out.as_deref(), |b| {
+            statement.verify(b)
+        })?;
         if let Some(path) = &args.record {
             let record = crate::records::c2_record(
                 &human_bytes(spec.sector_size),

@@ -22,18 +22,9 @@ fn machine_ram() -> anyhow::Result<u64> {
 
 /// Prints the plan of the sector `args` names (its options, else `--c1`'s sector.json).
 pub fn c2_plan(args: &C2Args) -> anyhow::Result<()> {
-    let info: Option<SectorInfo> = match &args.c1 {
-        Some(c1) if c1.with_file_name("sector.json").exists() => {
-            let path = c1.with_file_name("sector.json");
-            Some(
-                serde_json::from_slice(&prover_core::files::read_input(
-                    &path,
-                    prover_core::files::InputKind::Document,
-                )?)
-                .with_context(|| format!("reading {}", path.display()))?,
-            )
-        }
-        _ => None,
+    let info = match &args.c1 {
+        Some(c1) => SectorInfo::beside(c1)?,
+        None => None,
     };
     let from_info = info.as_ref().map(SectorInfo::spec).transpose()?;
     let size = args

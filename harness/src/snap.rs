@@ -12,13 +12,11 @@ use proofline_filecoin::shape::{size_name, Shape};
 use proofline_filecoin::snap::{self, Updated};
 use proofline_filecoin::variant::{SealSpec, SealVariant};
 use proofline_filecoin::with_tree;
-use prover_core::units::human_bytes;
 use prover_core::PointCheck;
 
-use crate::commands::print_outcome;
+use crate::commands::{print_outcome, say_parameters, verify_then_write};
 use crate::config::RunConfig;
 use crate::filecoin::Job;
-use crate::outputs::write_file;
 use crate::params_cache::Bar;
 use crate::point::{run_jobs, Prepared};
 use crate::preflight::RunFiles;
@@ -133,13 +131,7 @@ pub fn snap_prove(args: SnapProveArgs) -> anyhow::Result<()> {
     };
     let cached = snap::update_parameters(size, check, &bar)?;
     bar.finish(format!("{}", cached.path.display()));
-    say!(
-        "parameters {} ({}): {}; read in {:.1} s",
-        cached.path.display(),
-        human_bytes(cached.params.heap_bytes() as u64),
-        cached.trust,
-        cached.read_seconds
-    );
+    say_parameters(&cached);
     let (circuits, inputs) = circuits
         .into_iter()
         .map(|(c, x)| (WorkloadCircuit::Update(Box::new(c)), x))
@@ -159,25 +151,10 @@ pub fn snap_prove(args: SnapProveArgs) -> anyhow::Result<()> {
     print_outcome(&o);
     let proofs = proofs.pop().context("one job")??;
     let bytes = prover_core::Proof::many_to_bytes(&proofs);
-    let t = Instant::now();
-    let ok = snap::verify_update(size, &commitments, &bytes)?;
-    say!(
-        "filecoin-proofs verify_empty_sector_update_proof: {} ({:.3} s)",
-        if ok { "accepted" } else { "REJECTED" },
-        t.elapsed().as_secs_f64()
-    );
-    if let (true, Some(out)) = (ok, &args.out) {
-        write_file(out, &bytes).map_err(anyhow::Error::msg)?;
-        say!("proof ({} bytes) written to {}", bytes.len(), out.display());
-    }
-    anyhow::ensure!(
-        ok,
-        "verify_empty_sector_update_proof rejected the proof{}",
-        if args.out.is_some() {
-            "; nothing was written to --out"
-        } else {
-            ""
-        }
-    );
-    Ok(())
+    verify_then_write(
+        "verify_empty_sector_update_proof",
+        &bytes,
+        args.out.as_deref(),
+        |b| snap::verify_update(size, &commitments, b),
+    )
 }
