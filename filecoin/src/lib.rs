@@ -97,6 +97,11 @@ pub struct CachedParameters {
     pub read_seconds: f64,
     /// Why the file was trusted as it was read.
     pub trust: Trust,
+    /// The native copy written after this read (when there was none, or it did not match), or
+    /// why it could not be written.
+    pub native_written: Option<std::result::Result<PathBuf, String>>,
+    /// Why a native copy found beside the file was not used.
+    pub native_unused: Option<String>,
 }
 
 /// How a parameter file was trusted.
@@ -117,6 +122,34 @@ pub enum Trust {
     },
     /// Read as found, unchecked (not listed in `parameters.json`, no `--check-params`).
     AsFound,
+    /// Mapped from its native copy (`prover_core::groth16::native`), written after an earlier
+    /// read of this same file with the checks above; `checked` when that read checked every
+    /// point's subgroup.
+    Native {
+        /// Whether every point's subgroup was checked when the copy was made.
+        checked: bool,
+    },
+}
+
+/// How [`cached_parameters`] loads a file it finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Load {
+    /// The point checks of a decoding read.
+    pub check: PointCheck,
+    /// Map the file's native copy when it has a good one (its checksums are checked), and
+    /// write one after decoding the file when it has none: later loads then run at the page
+    /// cache's speed, for the disk space of a second copy.
+    pub native: bool,
+}
+
+impl From<PointCheck> for Load {
+    /// Decoding with `check`, through a native copy.
+    fn from(check: PointCheck) -> Self {
+        Load {
+            check,
+            native: true,
+        }
+    }
 }
 
 impl std::fmt::Display for Trust {
@@ -134,6 +167,15 @@ impl std::fmt::Display for Trust {
                 points_per_second
             ),
             Trust::AsFound => f.write_str("read as found (not a published file; --check-params checks every point)"),
+            Trust::Native { checked } => write!(
+                f,
+                "mapped from its native copy, made on an earlier read of this file{}",
+                if *checked {
+                    " that checked every point"
+                } else {
+                    ""
+                }
+            ),
         }
     }
 }
@@ -242,9 +284,10 @@ fn refuse_to_generate_production(params_path: &std::path::Path) -> Result<()> {
 pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
     cache_id: &str,
     blank: impl FnOnce() -> Result<C>,
-    check: PointCheck,
+    load: impl Into<Load>,
     progress: &dyn GenProgress,
 ) -> Result<CachedParameters> {
+    let Load { check, native } = load.into();
     // One load at a time per process: two threads finding the same file missing would both
     // generate it, and the `.params` of one could end up beside the `.vk` of the other (each
     // file is replaced atomically, the pair is not). Found by two PoSt tests running at once.
@@ -276,6 +319,31 @@ pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
         check
     };
     let ours = marker.exists();
+    let native_path = prover_core::groth16::native::beside(&params_path);
+    let mut native_unused = None;
+    if native && !generated {
+        let t = Instant::now();
+        match prover_core::groth16::native::open(&native_path, &params_path, check)? {
+            Ok(params) => {
+                if !vk_path.exists() {
+                    params.vk.write_file(&vk_path)?;
+                }
+                return Ok(CachedParameters {
+                    params,
+                    path: params_path,
+                    generated,
+                    generate_seconds,
+                    read_seconds: t.elapsed().as_secs_f64(),
+                    trust: Trust::Native {
+                        checked: check == PointCheck::Checked,
+                    },
+                    native_written: None,
+                    native_unused: None,
+                });
+            }
+            Err(why) => native_unused = Some(why),
+        }
+    }
     // A production file read unchecked is checked by its published digest (seconds) first.
     let digest = if check == PointCheck::Unchecked && !ours {
         check_published_digest(&params_path)?
@@ -305,6 +373,13 @@ pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
     if !vk_path.exists() {
         params.vk.write_file(&vk_path)?;
     }
+    // A copy that cannot be written (a read-only cache, a full disk) costs only the next load's
+    // speed: it is reported, not an error.
+    let native_written = native.then(|| {
+        prover_core::groth16::native::write(&params, &params_path, check, &native_path)
+            .map(|()| native_path)
+            .map_err(|e| e.to_string())
+    });
     Ok(CachedParameters {
         params,
         path: params_path,
@@ -312,6 +387,8 @@ pub fn cached_parameters<C: Circuit<blstrs::Scalar>>(
         generate_seconds,
         read_seconds,
         trust,
+        native_written,
+        native_unused,
     })
 }
 

@@ -30,7 +30,7 @@ use crate::seal::seal_sector;
 use crate::shape::Shape;
 use crate::variant::{SealSpec, SealVariant};
 use crate::{cached_parameters, on_c1, with_tree, CachedParameters};
-use prover_core::{GenProgress, PointCheck};
+use prover_core::GenProgress;
 
 pub use crate::porep_circuit::{AnyPorepCircuit, Partition, PorepCircuit};
 
@@ -268,10 +268,10 @@ fn blank<Tree: 'static + MerkleTreeTrait>(
 }
 
 /// The PoRep parameters for `config` (see [`crate::cached_parameters`]: the production file
-/// under `FIL_PROOFS_PARAMETER_CACHE`, read with `check` when found, generated there when not).
+/// under `FIL_PROOFS_PARAMETER_CACHE`, read as `load` says when found, generated there when not).
 pub fn parameters<Tree: 'static + MerkleTreeTrait>(
     config: &PoRepConfig,
-    check: PointCheck,
+    load: impl Into<crate::Load>,
     progress: &dyn GenProgress,
 ) -> Result<CachedParameters> {
     let pp = public_params::<Tree>(config)?;
@@ -279,7 +279,7 @@ pub fn parameters<Tree: 'static + MerkleTreeTrait>(
         PorepCircuit<Tree>,
         _,
     >>::cache_identifier(&pp.vanilla_params);
-    cached_parameters(&id, || Ok(blank(&pp)), check, progress)
+    cached_parameters(&id, || Ok(blank(&pp)), load, progress)
 }
 
 /// The circuits of a C2, one per partition, with their public inputs: what filecoin-proofs'
@@ -342,11 +342,12 @@ pub fn porep_circuits<Tree: 'static + MerkleTreeTrait>(
 /// The PoRep parameters of any shape (see [`parameters`]).
 pub fn parameters_for(
     config: &PoRepConfig,
-    check: PointCheck,
+    load: impl Into<crate::Load>,
     progress: &dyn GenProgress,
 ) -> Result<CachedParameters> {
     let shape = Shape::of(u64::from(config.sector_size))?;
-    with_tree!(shape, Tree => parameters::<Tree>(config, check, progress))
+    let load = load.into();
+    with_tree!(shape, Tree => parameters::<Tree>(config, load, progress))
 }
 
 /// [`porep_circuits`] for a C1 output of any shape, whose shape must be the config's.

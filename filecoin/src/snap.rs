@@ -34,7 +34,7 @@ use crate::porep::{parse_hex32, to_hex};
 use crate::seal::{stage_random_piece, SealedSector};
 use crate::shape::{size_name, Shape};
 use crate::{cached_parameters, with_tree, CachedParameters};
-use prover_core::{GenProgress, PointCheck};
+use prover_core::GenProgress;
 
 /// An update's identity and commitments, as `snap.json` holds them.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -376,7 +376,7 @@ pub fn read_update(dir: &Path) -> Result<Updated> {
 /// `FIL_PROOFS_PARAMETER_CACHE`, generated there when missing at a size that allows it).
 pub fn update_parameters(
     sector_size: u64,
-    check: PointCheck,
+    load: impl Into<crate::Load>,
     progress: &dyn GenProgress,
 ) -> Result<CachedParameters> {
     with_tree!(Shape::of(sector_size)?, Tree => {
@@ -396,7 +396,7 @@ pub fn update_parameters(
             },
             partition: None,
         };
-        cached_parameters(&id, || Ok(blank), check, progress)
+        cached_parameters(&id, || Ok(blank), load, progress)
     })
 }
 

@@ -175,7 +175,7 @@ fn found_parameter_files_are_trusted_as_asked() {
     // Written just now: no check, whatever was asked.
     assert!(first.generated);
     assert_eq!(first.trust, proofline_filecoin::Trust::Generated);
-    // Found again, proofline's own (the marker): trusted without a check...
+    // Found again: its native copy, written after that first read, is mapped...
     let again = proofline_filecoin::cached_parameters(
         &id,
         circuit,
@@ -184,8 +184,27 @@ fn found_parameter_files_are_trusted_as_asked() {
     )
     .unwrap();
     assert!(!again.generated);
-    assert_eq!(again.trust, proofline_filecoin::Trust::Generated);
-    // ...unless every point is asked to be checked (--check-params), which then happens.
+    assert_eq!(
+        again.trust,
+        proofline_filecoin::Trust::Native { checked: false }
+    );
+    assert!(again.params.h.is_mapped());
+    assert_eq!(again.params, first.params);
+    // ...and without it, proofline's own file (the marker) is trusted without a check...
+    let decoded = proofline_filecoin::cached_parameters(
+        &id,
+        circuit,
+        proofline_filecoin::Load {
+            check: prover_core::PointCheck::Unchecked,
+            native: false,
+        },
+        &(),
+    )
+    .unwrap();
+    assert_eq!(decoded.trust, proofline_filecoin::Trust::Generated);
+    assert!(!decoded.params.h.is_mapped());
+    // ...unless every point is asked to be checked (--check-params), which then happens: the
+    // copy made without the check is not used, and one made with it is written.
     let checked =
         proofline_filecoin::cached_parameters(&id, circuit, prover_core::PointCheck::Checked, &())
             .unwrap();
@@ -194,6 +213,20 @@ fn found_parameter_files_are_trusted_as_asked() {
         "{:?}",
         checked.trust
     );
+    assert!(checked
+        .native_unused
+        .as_deref()
+        .unwrap()
+        .contains("subgroup"));
+    assert!(matches!(checked.native_written, Some(Ok(_))));
+    let mapped_checked =
+        proofline_filecoin::cached_parameters(&id, circuit, prover_core::PointCheck::Checked, &())
+            .unwrap();
+    assert_eq!(
+        mapped_checked.trust,
+        proofline_filecoin::Trust::Native { checked: true }
+    );
+    assert_eq!(mapped_checked.params, first.params);
     assert_eq!(checked.params, first.params);
 }
 

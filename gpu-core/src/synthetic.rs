@@ -403,11 +403,11 @@ impl SyntheticKey {
     pub fn shape_only_parameters(&self) -> Parameters {
         Parameters {
             vk: self.placeholder_vk(),
-            h: Vec::new(),
-            l: Vec::new(),
-            a: Vec::new(),
-            b_g1: Vec::new(),
-            b_g2: Vec::new(),
+            h: Default::default(),
+            l: Default::default(),
+            a: Default::default(),
+            b_g1: Default::default(),
+            b_g2: Default::default(),
         }
     }
 

@@ -61,10 +61,9 @@ pub struct C2Args {
     /// Synthesis workers.
     #[arg(long, default_value_t = 1, value_parser = parse_pw)]
     pub pw: usize,
-    /// Check every parameter point (curve and subgroup) when reading a parameter file found on
-    /// disk (slow on large files; downloaded files were checked by digest when fetched).
-    #[arg(long = "check-params")]
-    pub check_params: bool,
+    /// How the parameter file is read.
+    #[command(flatten)]
+    pub params: ParamsLoad,
     /// Append a measurement record of this run (its wall seconds, with the date, commit,
     /// machine and command) to this JSON Lines file, e.g. docs/records/filecoin.jsonl.
     #[arg(long)]
@@ -213,6 +212,48 @@ pub fn say_parameters(cached: &proofline_filecoin::CachedParameters) {
         },
         cached.read_seconds
     );
+    match (&cached.native_written, &cached.native_unused) {
+        (Some(Ok(path)), why) => say!(
+            "native copy written to {}{}: later loads map it at the page cache's speed \
+             (--no-native-params reads the file alone)",
+            path.display(),
+            why.as_ref()
+                .map(|w| format!(" (the one there was not used: {w})"))
+                .unwrap_or_default()
+        ),
+        (Some(Err(e)), _) => {
+            say!("native copy not written ({e}): later loads decode the file again")
+        }
+        (None, _) => {}
+    }
+}
+
+/// How `c2` and `snap-prove` read a parameter file they find.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ParamsLoad {
+    /// Check every parameter point (curve and subgroup) when reading a parameter file found on
+    /// disk (slow on large files; downloaded files were checked by digest when fetched).
+    #[arg(long = "check-params")]
+    pub check_params: bool,
+    /// Decode the parameter file on every load, without writing or mapping its native copy
+    /// (`<file>.native`, as large as the file: written after the first read, then mapped and
+    /// checked by checksum at the page cache's speed).
+    #[arg(long = "no-native-params")]
+    pub no_native_params: bool,
+}
+
+impl ParamsLoad {
+    /// The library's load options.
+    pub fn load(&self) -> proofline_filecoin::Load {
+        proofline_filecoin::Load {
+            check: if self.check_params {
+                PointCheck::Checked
+            } else {
+                PointCheck::Unchecked
+            },
+            native: !self.no_native_params,
+        }
+    }
 }
 
 /// Checks a proof with filecoin-proofs' `verifier` (its name, for the messages) and writes it
@@ -408,15 +449,7 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
         );
         let t = Instant::now();
         let bar = Bar::new("porep", true);
-        let cached = porep::parameters_for(
-            &config,
-            if args.check_params {
-                PointCheck::Checked
-            } else {
-                PointCheck::Unchecked
-            },
-            &bar,
-        )?;
+        let cached = porep::parameters_for(&config, args.params.load(), &bar)?;
         bar.finish(format!("{}", cached.path.display()));
         say_parameters(&cached);
         let params_load_seconds = t.elapsed().as_secs_f64();

@@ -12,7 +12,6 @@ use proofline_filecoin::shape::{size_name, Shape};
 use proofline_filecoin::snap::{self, Updated};
 use proofline_filecoin::variant::{SealSpec, SealVariant};
 use proofline_filecoin::with_tree;
-use prover_core::PointCheck;
 
 use crate::commands::{print_outcome, say_parameters, verify_then_write};
 use crate::config::RunConfig;
@@ -37,10 +36,9 @@ pub struct SnapProveArgs {
     /// Synthesis workers.
     #[arg(long, default_value_t = 1, value_parser = parse_pw)]
     pub pw: usize,
-    /// Check every parameter point (curve and subgroup) when reading a parameter file found on
-    /// disk.
-    #[arg(long = "check-params")]
-    pub check_params: bool,
+    /// How the parameter file is read.
+    #[command(flatten)]
+    pub params: crate::commands::ParamsLoad,
     /// The engine options.
     #[command(flatten)]
     pub run: RunConfig,
@@ -124,12 +122,7 @@ pub fn snap_prove(args: SnapProveArgs) -> anyhow::Result<()> {
     );
     let t = Instant::now();
     let bar = Bar::new("snap", true);
-    let check = if args.check_params {
-        PointCheck::Checked
-    } else {
-        PointCheck::Unchecked
-    };
-    let cached = snap::update_parameters(size, check, &bar)?;
+    let cached = snap::update_parameters(size, args.params.load(), &bar)?;
     bar.finish(format!("{}", cached.path.display()));
     say_parameters(&cached);
     let (circuits, inputs) = circuits

@@ -45,6 +45,7 @@ pub use groth16::generator::{
     write_parameters_with_progress, CpuMultiplier, GenPhase, GenProgress, Multiplier, Trapdoor,
 };
 pub use groth16::params::{KeyShape, Parameters, VerifyingKey};
+pub use groth16::points::Points;
 pub use groth16::proof::Proof;
 pub use groth16::verify::{
     check_proof, prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey,

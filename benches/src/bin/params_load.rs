@@ -1,9 +1,12 @@
 //! Reads a parameter file the way the prover loads it (`Parameters::read_file`, points decoded
-//! in parallel; `--checked` checks each point's subgroup too) and prints how long it took, so
-//! that loading can be timed beside reading the same bytes from the page cache:
+//! in parallel; `--checked` checks each point's subgroup too; `--native` maps the file's native
+//! copy `FILE.native` and checks its checksums, writing the copy first when it has none) and
+//! prints how long it took, so that loading can be timed beside reading the same bytes from the
+//! page cache:
 //!
 //! ```sh
 //! params-load FILE            # prints: points N bytes B seconds S GB/s R
+//! params-load FILE --native   # the same, through the native copy
 //! dd if=FILE of=/dev/null bs=1M
 //! ```
 //!
@@ -14,20 +17,42 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use prover_core::groth16::native;
 use prover_core::{Parameters, PointCheck};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (path, check) = match args.as_slice() {
-        [file] => (PathBuf::from(file), PointCheck::Unchecked),
-        [file, flag] if flag == "--checked" => (PathBuf::from(file), PointCheck::Checked),
+    let (path, check, through_native) = match args.as_slice() {
+        [file] => (PathBuf::from(file), PointCheck::Unchecked, false),
+        [file, flag] if flag == "--checked" => (PathBuf::from(file), PointCheck::Checked, false),
+        [file, flag] if flag == "--native" => (PathBuf::from(file), PointCheck::Unchecked, true),
         _ => {
-            eprintln!("usage: params-load FILE [--checked]");
+            eprintln!("usage: params-load FILE [--checked | --native]");
             return ExitCode::from(2);
         }
     };
     let t = Instant::now();
-    let params = match Parameters::read_file(&path, check) {
+    let loaded = if through_native {
+        let copy = native::beside(&path);
+        match native::open(&copy, &path, check) {
+            Ok(Ok(p)) => Ok(p),
+            Ok(Err(why)) => {
+                eprintln!("native copy not used ({why}): decoding the file and writing it");
+                Parameters::read_file(&path, check).and_then(|p| {
+                    native::write(&p, &path, check, &copy)?;
+                    eprintln!(
+                        "wrote {}: run again to time the mapped load",
+                        copy.display()
+                    );
+                    Ok(p)
+                })
+            }
+            Err(e) => Err(e),
+        }
+    } else {
+        Parameters::read_file(&path, check)
+    };
+    let params = match loaded {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");

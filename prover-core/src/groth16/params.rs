@@ -14,6 +14,7 @@ use crate::files::{open_regular_file, read_input, InputKind};
 use crate::groth16::encoding::{
     write_point, write_points, PointCheck, ReadSource, SliceSource, Source,
 };
+use crate::groth16::points::Points;
 use crate::write_behind::WriteBehind;
 
 /// The Groth16 verifying key.
@@ -131,17 +132,17 @@ pub struct Parameters {
     /// The verifying key.
     pub vk: VerifyingKey,
     /// `tau^i * t(tau) / delta * G1` for `i` in `0..domain - 1`: the H query (dense).
-    pub h: Vec<G1Affine>,
+    pub h: Points<G1Affine>,
     /// `(beta * u_j(tau) + alpha * v_j(tau) + w_j(tau)) / delta * G1` for every aux
     /// variable `j`: the L query (dense; bellperson rejects unconstrained variables).
-    pub l: Vec<G1Affine>,
+    pub l: Points<G1Affine>,
     /// `u_j(tau) * G1` for every input, then every aux variable with a nonzero A
     /// polynomial (points at infinity filtered out).
-    pub a: Vec<G1Affine>,
+    pub a: Points<G1Affine>,
     /// `v_j(tau) * G1` for the inputs and aux variables with a nonzero B polynomial.
-    pub b_g1: Vec<G1Affine>,
+    pub b_g1: Points<G1Affine>,
     /// `v_j(tau) * G2`, the same variables as `b_g1`.
-    pub b_g2: Vec<G2Affine>,
+    pub b_g2: Points<G2Affine>,
 }
 
 impl Parameters {
@@ -212,11 +213,11 @@ impl Parameters {
     fn read_from<S: Source>(src: &mut S, check: PointCheck) -> Result<Self> {
         Ok(Parameters {
             vk: VerifyingKey::read_from(src, check)?,
-            h: src.points("params.h", check)?,
-            l: src.points("params.l", check)?,
-            a: src.points("params.a", check)?,
-            b_g1: src.points("params.b_g1", check)?,
-            b_g2: src.points("params.b_g2", check)?,
+            h: src.points("params.h", check)?.into(),
+            l: src.points("params.l", check)?.into(),
+            a: src.points("params.a", check)?.into(),
+            b_g1: src.points("params.b_g1", check)?.into(),
+            b_g2: src.points("params.b_g2", check)?.into(),
         })
     }
 
@@ -238,15 +239,14 @@ impl Parameters {
     }
 
     /// Bytes of the query vectors held in memory.
+    /// (A native file's mapped queries count their mapped bytes.)
     pub fn heap_bytes(&self) -> usize {
-        let g1 = std::mem::size_of::<G1Affine>();
-        (self.h.capacity()
-            + self.l.capacity()
-            + self.a.capacity()
-            + self.b_g1.capacity()
-            + self.vk.ic.capacity())
-            * g1
-            + self.b_g2.capacity() * std::mem::size_of::<G2Affine>()
+        self.h.heap_bytes()
+            + self.l.heap_bytes()
+            + self.a.heap_bytes()
+            + self.b_g1.heap_bytes()
+            + self.b_g2.heap_bytes()
+            + self.vk.ic.capacity() * std::mem::size_of::<G1Affine>()
     }
 }
 

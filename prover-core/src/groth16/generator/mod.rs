@@ -118,11 +118,11 @@ pub fn generate_parameters_on<C: Circuit<Scalar>>(
     let mut next = || sections.next().unwrap_or_default();
     Ok(Parameters {
         vk,
-        h: next(),
-        l: next(),
-        a: next(),
-        b_g1: next(),
-        b_g2: sink.g2,
+        h: next().into(),
+        l: next().into(),
+        a: next().into(),
+        b_g1: next().into(),
+        b_g2: sink.g2.into(),
     })
 }
 
