@@ -90,16 +90,18 @@ impl AcceleratorWorker for CpuWorker {
             witness,
         } = partition;
         // The quotient grows a, b and c to the domain's size in place (the synthesizer hands
-        // them over at their lengths): the growth is a host temporary of this stage (the
-        // budget's share for a/b/c is domain-sized, so it already holds the growth).
+        // them over at their lengths) and shares one twiddle table (half a domain of scalars)
+        // among its NTTs: host temporaries of this stage. The budget's share for a/b/c is
+        // domain-sized, so it holds the growth; the table is beyond the budget's estimate.
         let grown = [&evaluations.a, &evaluations.b, &evaluations.c]
             .iter()
             .map(|v| domain.size().saturating_sub(v.capacity()) as u64)
             .sum::<u64>()
             * std::mem::size_of::<blstrs::Scalar>() as u64;
-        if grown > 0 {
-            buffers.register(BackendBuffer::HostTemp, grown);
-        }
+        buffers.register(
+            BackendBuffer::HostTemp,
+            grown + crate::ntt::Twiddles::bytes(domain.size()),
+        );
         let h = into_canonical(quotient(
             evaluations.a,
             evaluations.b,

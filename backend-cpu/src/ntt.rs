@@ -17,10 +17,62 @@ const PAR_MIN: usize = 1 << 10;
 /// over its data instead of 23 (about 12% faster in the PoRep quotient on two cores; grouping
 /// the wide stages two by two was slower there, and was taken out).
 pub fn ntt(values: &mut [Scalar], omega: Scalar) {
-    ntt_blocked(values, omega, BLOCK_LOG);
+    ntt_blocked(values, omega, BLOCK_LOG, Wide::Own);
 }
 
-fn ntt_blocked(values: &mut [Scalar], omega: Scalar, block_log: u32) {
+/// The twiddle factors of a domain's wide NTT stages, `omega^j` for `j < n / 2`: one table
+/// serves the forward NTTs (`omega`) and the inverse ones (`omega^-j = -omega^(n/2 - j)`, since
+/// `omega^(n/2) = -1`), so the H polynomial's seven NTTs share one table of `n / 2` scalars
+/// instead of computing (and, three at a time, holding) one each.
+pub struct Twiddles {
+    omega: Scalar,
+    table: Vec<Scalar>,
+}
+
+impl Twiddles {
+    /// The table for the `n`-point domain with generator `omega`.
+    pub fn new(omega: Scalar, n: usize) -> Self {
+        Twiddles {
+            omega,
+            table: powers(omega, n / 2),
+        }
+    }
+
+    /// Bytes of the table for an `n`-point domain.
+    pub fn bytes(n: usize) -> u64 {
+        (n / 2) as u64 * std::mem::size_of::<Scalar>() as u64
+    }
+}
+
+/// The NTT of `values` over the domain of `twiddles` (of the same size), forward (`omega`) or
+/// `inverse` (`omega^-1`).
+pub fn ntt_with(values: &mut [Scalar], twiddles: &Twiddles, inverse: bool) {
+    assert_eq!(
+        twiddles.table.len(),
+        values.len() / 2,
+        "NTT of {} scalars with the twiddles of another domain",
+        values.len()
+    );
+    let omega = if inverse {
+        twiddles
+            .omega
+            .invert()
+            .expect("a root of unity is not zero")
+    } else {
+        twiddles.omega
+    };
+    ntt_blocked(values, omega, BLOCK_LOG, Wide::Shared(twiddles, inverse));
+}
+
+/// Where the wide stages' twiddles come from.
+enum Wide<'a> {
+    /// Computed for this NTT.
+    Own,
+    /// A shared table, read forward or inverse.
+    Shared(&'a Twiddles, bool),
+}
+
+fn ntt_blocked(values: &mut [Scalar], omega: Scalar, block_log: u32, wide: Wide<'_>) {
     let n = values.len();
     assert!(n.is_power_of_two(), "NTT size {n} is not a power of two");
     if n == 1 {
@@ -57,17 +109,26 @@ fn ntt_blocked(values: &mut [Scalar], omega: Scalar, block_log: u32) {
     if block == n {
         return;
     }
-    let twiddles = powers(omega, n / 2);
+    let own;
+    let (table, inverse) = match wide {
+        Wide::Shared(t, inverse) => (&t.table[..], inverse),
+        Wide::Own => {
+            own = powers(omega, n / 2);
+            (&own[..], false)
+        }
+    };
     let mut h = block;
     while h < n {
-        radix2_pass(values, &twiddles, h);
+        radix2_pass(values, table, inverse, h);
         h *= 2;
     }
 }
 
-/// One wide stage (`h >= block`), parallel over blocks and over chunks of butterflies.
-fn radix2_pass(values: &mut [Scalar], twiddles: &[Scalar], h: usize) {
-    let stride = values.len() / (2 * h);
+/// One wide stage (`h >= block`), parallel over blocks and over chunks of butterflies; the
+/// twiddle of butterfly `i` is `table[i]`, or for an `inverse` table `-table[n/2 - i]`.
+fn radix2_pass(values: &mut [Scalar], table: &[Scalar], inverse: bool, h: usize) {
+    let half = values.len() / 2;
+    let stride = half / h;
     let chunk = PAR_MIN.min(h);
     values.par_chunks_mut(2 * h).for_each(|blk| {
         let (lo, hi) = blk.split_at_mut(h);
@@ -76,7 +137,12 @@ fn radix2_pass(values: &mut [Scalar], twiddles: &[Scalar], h: usize) {
             .enumerate()
             .for_each(|(c, (l, x))| {
                 for (k, (l, x)) in l.iter_mut().zip(x.iter_mut()).enumerate() {
-                    bf(l, x, &twiddles[(c * chunk + k) * stride]);
+                    let i = (c * chunk + k) * stride;
+                    match (inverse, i) {
+                        (false, _) => bf(l, x, &table[i]),
+                        (true, 0) => bf(l, x, &Scalar::ONE),
+                        (true, _) => bf_negated(l, x, &table[half - i]),
+                    }
                 }
             });
     });
@@ -87,6 +153,14 @@ fn bf(lo: &mut Scalar, hi: &mut Scalar, w: &Scalar) {
     let t = *hi * w;
     *hi = *lo - t;
     *lo += t;
+}
+
+/// The butterfly with the twiddle `-w`.
+#[inline(always)]
+fn bf_negated(lo: &mut Scalar, hi: &mut Scalar, w: &Scalar) {
+    let t = *hi * w;
+    *hi = *lo + t;
+    *lo -= t;
 }
 
 /// A raw pointer shared by the threads of the bit reversal.
@@ -143,16 +217,21 @@ fn scale_by_powers(values: &mut [Scalar], g: Scalar, c: Scalar, assign: bool) {
 /// Inverse NTT followed by the move to the coset `g * H`: from evaluations over the domain to
 /// evaluations over the coset (`g` is Fr's multiplicative generator, as in bellperson).
 pub fn evaluations_to_coset(values: &mut [Scalar], domain: &Domain) {
+    evaluations_to_coset_with(values, domain, &Twiddles::new(domain.omega, domain.size()));
+}
+
+fn evaluations_to_coset_with(values: &mut [Scalar], domain: &Domain, twiddles: &Twiddles) {
     debug_assert_eq!(values.len(), domain.size());
-    ntt(values, domain.omega_inv());
+    ntt_with(values, twiddles, true);
     scale_by_powers(values, Domain::coset_shift(), domain.size_inv(), false);
-    ntt(values, domain.omega);
+    ntt_with(values, twiddles, false);
 }
 
 /// The coefficients of `H = (A B - C) / Z` from the A, B, C evaluations of a partition
 /// (bellperson's computation, with the scalings fused): iNTT, coset NTT, pointwise
 /// `(a b - c) / Z(g)`, coset iNTT. Returns the `m - 1` coefficients that meet the H query; b and
-/// c are freed as soon as they are used.
+/// c are freed as soon as they are used. The seven NTTs share one twiddle table
+/// ([`Twiddles::bytes`] of the domain, besides a, b and c).
 pub fn quotient(
     mut a: Vec<Scalar>,
     mut b: Vec<Scalar>,
@@ -163,12 +242,13 @@ pub fn quotient(
     for v in [&mut a, &mut b, &mut c] {
         v.resize(m, Scalar::ZERO);
     }
+    let tw = Twiddles::new(domain.omega, m);
     rayon::join(
-        || evaluations_to_coset(&mut a, domain),
+        || evaluations_to_coset_with(&mut a, domain, &tw),
         || {
             rayon::join(
-                || evaluations_to_coset(&mut b, domain),
-                || evaluations_to_coset(&mut c, domain),
+                || evaluations_to_coset_with(&mut b, domain, &tw),
+                || evaluations_to_coset_with(&mut c, domain, &tw),
             )
         },
     );
@@ -180,7 +260,7 @@ pub fn quotient(
         .for_each(|((a, b), c)| *a = (*a * b - c) * zinv);
     drop(b);
     drop(c);
-    ntt(&mut a, domain.omega_inv());
+    ntt_with(&mut a, &tw, true);
     scale_by_powers(&mut a, Domain::coset_shift_inv(), domain.size_inv(), false);
     a.truncate(m - 1);
     a
@@ -234,20 +314,53 @@ mod tests {
         let want = naive(&v, d.omega);
         for block_log in [1, 2, 3, 7] {
             let mut got = v.clone();
-            ntt_blocked(&mut got, d.omega, block_log);
+            ntt_blocked(&mut got, d.omega, block_log, Wide::Own);
             assert_eq!(got, want, "block 2^{block_log}");
         }
         // Negative twin: a wrong twiddle in a wide pass shows.
         let mut got = v.clone();
-        ntt_blocked(&mut got, d.omega.square(), 2);
+        ntt_blocked(&mut got, d.omega.square(), 2, Wide::Own);
         assert_ne!(got, want);
         // Large sizes: in-cache blocks agree with blocks of 2 (nearly every stage wide).
         let d = Domain::new(16).unwrap();
         let v: Vec<Scalar> = (0..d.size()).map(|_| Scalar::random(&mut rng)).collect();
         let (mut x, mut y) = (v.clone(), v);
         ntt(&mut x, d.omega);
-        ntt_blocked(&mut y, d.omega, 1);
+        ntt_blocked(&mut y, d.omega, 1, Wide::Own);
         assert_eq!(x, y);
+    }
+
+    #[test]
+    fn a_shared_table_serves_forward_and_inverse_wide_passes() {
+        let mut rng = rand::thread_rng();
+        let d = Domain::new(7).unwrap();
+        let tw = Twiddles::new(d.omega, d.size());
+        let v: Vec<Scalar> = (0..d.size()).map(|_| Scalar::random(&mut rng)).collect();
+        for (omega, inverse) in [(d.omega, false), (d.omega_inv(), true)] {
+            let want = naive(&v, omega);
+            for block_log in [1, 3, 7] {
+                let mut got = v.clone();
+                ntt_blocked(&mut got, omega, block_log, Wide::Shared(&tw, inverse));
+                assert_eq!(got, want, "block 2^{block_log}, inverse {inverse}");
+                // Negative twin: the table read the other way round.
+                if block_log < 7 {
+                    let mut wrong = v.clone();
+                    ntt_blocked(&mut wrong, omega, block_log, Wide::Shared(&tw, !inverse));
+                    assert_ne!(wrong, want);
+                }
+            }
+        }
+        // The public entry at a size with wide stages, both ways.
+        let d = Domain::new(16).unwrap();
+        let tw = Twiddles::new(d.omega, d.size());
+        let v: Vec<Scalar> = (0..d.size()).map(|_| Scalar::random(&mut rng)).collect();
+        let (mut x, mut y) = (v.clone(), v.clone());
+        ntt(&mut x, d.omega_inv());
+        ntt_with(&mut y, &tw, true);
+        assert_eq!(x, y);
+        ntt_with(&mut y, &tw, false);
+        let n_inv = d.size_inv();
+        assert_eq!(y.iter().map(|s| *s * n_inv).collect::<Vec<_>>(), v);
     }
 
     #[test]

@@ -86,6 +86,13 @@ impl Clone for AnyC1 {
 }
 
 impl AnyC1 {
+    /// The bytes its parsed form holds, counted as its bincode encoding: every hash, label and
+    /// index at its in-memory size (32-byte hashes, 8-byte indices), without the vectors' own
+    /// headers. What the ledger counts for a C2's input.
+    pub fn parsed_bytes(&self) -> u64 {
+        on_c1!(self, c, _Tree => bincode::serialized_size(c.as_ref()).unwrap_or(0))
+    }
+
     /// A C1 output of tree type `Tree` (one of filecoin-proofs' four sector shapes).
     pub fn new<Tree: 'static + MerkleTreeTrait>(c1: SealCommitPhase1Output<Tree>) -> Result<AnyC1> {
         let any: Box<dyn Any> = Box::new(c1);

@@ -8,7 +8,7 @@ use anyhow::Context;
 use proofline_filecoin::c1::{read_c1, AnyC1, C1File};
 use proofline_filecoin::porep;
 use proofline_filecoin::variant::{SealSpec, SealVariant};
-use prover_core::accounting::ledger::{BufferKind, Stage};
+use prover_core::accounting::ledger::{BufferKind, ResidentKind, Stage};
 use prover_core::units::human_bytes;
 use prover_core::PointCheck;
 
@@ -159,9 +159,26 @@ pub fn print_outcome(o: &PointOutcome) {
         BufferKind::ALL.iter().map(|k| k.name()),
         &r.buffer_peaks,
     );
+    let input = o.ledger.resident(ResidentKind::JobInput);
+    if input.count.peak > 0 {
+        say!(
+            "job input (held by its submitter until the job ends, beside the ledger's \
+             partitions): {} job(s), {} at the peak",
+            input.count.peak,
+            human_bytes(input.bytes.peak)
+        );
+    }
     let b = |v: Option<u64>| v.map_or("-".into(), human_bytes);
+    let above = match (r.peak_rss_bytes, r.baseline_rss_bytes, r.ledger_peak_bytes) {
+        (Some(peak), Some(base), Some(ledger)) if ledger > 0 => format!(
+            "; RSS above the baseline {} ({:.0}% of the ledger's peak)",
+            human_bytes(peak.saturating_sub(base)),
+            100.0 * peak.saturating_sub(base) as f64 / ledger as f64
+        ),
+        _ => String::new(),
+    };
     say!(
-        "memory: ledger peak {}, peak RSS {}, baseline RSS {} (parameters loaded)",
+        "memory: ledger peak {}, peak RSS {}, baseline RSS {} (parameters loaded){above}",
         b(r.ledger_peak_bytes),
         b(r.peak_rss_bytes),
         b(r.baseline_rss_bytes)
@@ -467,6 +484,7 @@ pub fn c2(args: C2Args, command_line: &str) -> anyhow::Result<()> {
                 circuits,
                 inputs,
                 seal: None,
+                input_bytes: c1.parsed_bytes(),
             }],
         };
         let (o, mut proofs) = run_jobs(&cfg, args.pw, prepared, &mut |_, _| {})?;

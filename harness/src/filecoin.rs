@@ -26,6 +26,10 @@ pub struct Job {
     /// A PoRep job's statement: its proof, once every partition verifies, is also checked by
     /// filecoin-proofs' `verify_seal`.
     pub seal: Option<SealStatement>,
+    /// Bytes of the job's input that its submitter holds while the job runs (a C2's parsed C1
+    /// output), counted in the ledger as a `job_input` resident entry until the job ends; 0
+    /// for none.
+    pub input_bytes: u64,
 }
 
 /// The PoSt config of a PoSt workload: 2KiB sectors, API 1.1, filecoin-proofs' challenge
@@ -82,6 +86,7 @@ pub fn jobs(w: Workload, jobs: usize) -> Result<Vec<Job>> {
                     circuits,
                     inputs,
                     seal: Some(sealed.statement()?),
+                    input_bytes: 0,
                 })
             }
             _ => {
@@ -106,6 +111,7 @@ pub fn jobs(w: Workload, jobs: usize) -> Result<Vec<Job>> {
                     circuits,
                     inputs,
                     seal: None,
+                    input_bytes: 0,
                 })
             }
         })

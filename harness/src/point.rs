@@ -97,6 +97,7 @@ pub fn prepare(cfg: &RunConfig, progress: bool) -> anyhow::Result<Prepared> {
                 circuits: vec![circuit.clone(); cfg.partitions],
                 inputs: vec![inputs.clone(); cfg.partitions],
                 seal: None,
+                input_bytes: 0,
             })
             .collect()
     } else {
@@ -111,6 +112,7 @@ pub fn prepare(cfg: &RunConfig, progress: bool) -> anyhow::Result<Prepared> {
                     circuits,
                     inputs,
                     seal: None,
+                    input_bytes: 0,
                 })
             })
             .collect::<anyhow::Result<_>>()?
@@ -255,20 +257,31 @@ pub fn run_jobs(
     let mut handles = Vec::with_capacity(n_jobs);
     let mut rng = rand::thread_rng();
     for job in jobs {
+        // The input its submitter holds, in the ledger until the job ends.
+        let held = (job.input_bytes > 0).then(|| {
+            engine
+                .ledger()
+                .resident(ResidentKind::JobInput, job.input_bytes)
+        });
         // Each partition's witness must hold the inputs its statement declares.
-        handles.push(engine.submit_statement(
-            &prepared,
-            job.circuits,
-            job.inputs.clone(),
-            &mut rng,
-        )?);
+        handles.push((
+            engine.submit_statement(&prepared, job.circuits, job.inputs.clone(), &mut rng)?,
+            held,
+        ));
         inputs.push(job.inputs);
         seals.push(job.seal);
     }
     // Jobs are awaited on their own thread, which stamps the end of the last one; this thread
     // reports progress meanwhile.
     let waiter = std::thread::spawn(move || {
-        let results: Vec<_> = handles.into_iter().map(|h| h.wait()).collect();
+        let results: Vec<_> = handles
+            .into_iter()
+            .map(|(h, held)| {
+                let result = h.wait();
+                drop(held);
+                result
+            })
+            .collect();
         (results, Instant::now())
     });
     while !waiter.is_finished() {

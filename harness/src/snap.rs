@@ -111,6 +111,8 @@ pub fn snap_prove(args: SnapProveArgs) -> anyhow::Result<()> {
     let size = info.sector_size;
     let commitments = info.commitments()?;
     let circuits = snap::circuits(size, &commitments, &vanilla_proofs)?;
+    // The vanilla proofs' bincode bytes, held until the job ends.
+    let input_bytes = vanilla_proofs.iter().map(|p| p.len() as u64).sum();
     let partitions = circuits.len();
     say!(
         "SnapDeals update proof of a {} sector ({}, tree shape {}, {partitions} partitions) from {}",
@@ -137,6 +139,7 @@ pub fn snap_prove(args: SnapProveArgs) -> anyhow::Result<()> {
             circuits,
             inputs,
             seal: None,
+            input_bytes,
         }],
     };
     let cfg = RunConfig { partitions, ..cfg };

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::{Inner, Memory};
 
 /// Number of resident kinds.
-pub(super) const KINDS: usize = 5;
+pub(super) const KINDS: usize = 6;
 
 /// The kinds of resident buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -25,6 +25,9 @@ pub enum ResidentKind {
     /// A circuit shape's recorded A, B and C matrices, shared by the pre-compiled synthesizer's
     /// workers.
     PceMatrices,
+    /// A job's input as its submitter holds it while the job runs (a PoRep C2's parsed C1
+    /// output: its vanilla proofs, gigabytes at 32 GiB).
+    JobInput,
 }
 
 impl ResidentKind {
@@ -35,15 +38,17 @@ impl ResidentKind {
         ResidentKind::PinnedPool,
         ResidentKind::ReplaySource,
         ResidentKind::PceMatrices,
+        ResidentKind::JobInput,
     ];
 
     /// Where entries of this kind live.
     pub fn memory(self) -> Memory {
         match self {
             ResidentKind::DeviceBases | ResidentKind::DeviceTables => Memory::Device,
-            ResidentKind::PinnedPool | ResidentKind::ReplaySource | ResidentKind::PceMatrices => {
-                Memory::Host
-            }
+            ResidentKind::PinnedPool
+            | ResidentKind::ReplaySource
+            | ResidentKind::PceMatrices
+            | ResidentKind::JobInput => Memory::Host,
         }
     }
 
@@ -55,6 +60,7 @@ impl ResidentKind {
             ResidentKind::PinnedPool => "pinned_pool",
             ResidentKind::ReplaySource => "replay_source",
             ResidentKind::PceMatrices => "pce_matrices",
+            ResidentKind::JobInput => "job_input",
         }
     }
 }
