@@ -62,6 +62,14 @@ pub fn partition_size(spec: &SealSpec) -> Result<CircuitSize> {
     with_tree!(spec.shape(), Tree => Ok(circuit_size(porep::blank_circuit::<Tree>(&config)?)?))
 }
 
+/// One partition's counts and densities (how many aux variables its A and B use), from
+/// filecoin-proofs' blank circuit with every linear combination built: slower than
+/// [`partition_size`].
+pub fn partition_density(spec: &SealSpec) -> Result<prover_core::CircuitDensity> {
+    let config = spec.config()?;
+    with_tree!(spec.shape(), Tree => Ok(prover_core::circuit_density(porep::blank_circuit::<Tree>(&config)?)?))
+}
+
 /// The plan of `spec`'s C2 on a machine with `ram_bytes` of RAM and `cores` cores, with a C1
 /// output of `c1_bytes` when known.
 pub fn porep_plan(

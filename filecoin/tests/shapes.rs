@@ -42,6 +42,11 @@ fn c2_is_accepted(sealed: &SealedC1, other: &SealedC1, expected_shape: Shape) {
     let circuits = porep::circuits(&config, &sealed.c1).unwrap();
     assert_eq!(circuits.len(), usize::from(config.partitions));
     let (circuits, _): (Vec<_>, Vec<_>) = circuits.into_iter().unzip();
+    // The blank circuit's densities (what `proofline synthetic` takes from the 32 GiB circuit)
+    // are what the parameters' A and B queries hold.
+    let density = proofline_filecoin::plan::partition_density(&sealed.spec).unwrap();
+    assert_eq!(cached.params.a.len(), density.size.inputs + density.a_aux);
+    assert_eq!(cached.params.b_g1.len(), density.b_inputs + density.b_aux);
     let run = prove_circuits(circuits, Arc::new(cached.params), 1).unwrap();
     let proof = Proof::many_to_bytes(&run.proofs);
     assert_eq!(run.ledger.total_bytes.live, 0);

@@ -85,6 +85,10 @@ pub fn c2_plan(args: &C2Args) -> anyhow::Result<()> {
         ),
         None => say!("C1 output: not given (--c1 adds its size)"),
     }
+    say!(
+        "device memory: not planned (a CUDA or OpenCL backend sizes its buffers to the device it \
+         opens; `c2 --backend cuda` prints the device ledger's peaks)"
+    );
     if plan.pw == 0 {
         anyhow::bail!(
             "{} of RAM does not hold the parameters and one partition ({} + {})",

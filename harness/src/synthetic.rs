@@ -105,22 +105,25 @@ fn run(acc: &dyn DeviceBackend, args: &SyntheticArgs) -> anyhow::Result<()> {
     );
     acc.describe().iter().for_each(|l| crate::say!("{l}"));
     let seed = args.seed.unwrap_or_else(rand::random);
-    // The shape: the real 32 GiB PoRep partition's counts (filecoin-proofs' blank circuit,
-    // counted in about 20 s), carried into the chosen domain.
+    // The shape: the real 32 GiB PoRep partition's counts and densities (filecoin-proofs'
+    // blank circuit, every linear combination built), carried into the chosen domain.
     let t = std::time::Instant::now();
-    let real = proofline_filecoin::plan::partition_size(&SealSpec::new(
+    let real = proofline_filecoin::plan::partition_density(&SealSpec::new(
         32 << 30,
         SealVariant::V1_1,
         None,
     )?)?;
+    let share = |used: usize| 100.0 * used as f64 / real.size.aux.max(1) as f64;
     crate::say!(
-        "a 32 GiB PoRep partition: {} constraints, {} aux variables, {} inputs (counted in {:.1} s)",
-        real.constraints,
-        real.aux,
-        real.inputs,
+        "a 32 GiB PoRep partition: {} constraints, {} aux variables ({:.1}% in A, {:.1}% in B), {} inputs (counted in {:.1} s)",
+        real.size.constraints,
+        real.size.aux,
+        share(real.a_aux),
+        share(real.b_aux),
+        real.size.inputs,
         t.elapsed().as_secs_f64()
     );
-    let spec = SyntheticSpec::like(real.constraints, real.inputs, real.aux, args.log2_domain);
+    let spec = SyntheticSpec::like(&real, args.log2_domain);
     crate::say!(
         "synthetic partition shaped like a 32 GiB PoRep's, {NOT_A_PROOF}: domain 2^{}, {} constraints, {} aux variables (51% zeros, 47% ones, 2% dense), seed {seed}",
         args.log2_domain, spec.constraints, spec.aux

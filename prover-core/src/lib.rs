@@ -58,5 +58,7 @@ pub use stages::{
     Finalizer, FinishedPartition, HandBack, PartitionShape, PendingProof, PreparedParameters,
     Randomness, StepTime, SynthesizedPartition, Synthesizer, Witness,
 };
-pub use synthesis::cpu::{circuit_size, CircuitSize, CpuSynthesizer};
+pub use synthesis::cpu::{
+    circuit_density, circuit_size, CircuitDensity, CircuitSize, CpuSynthesizer,
+};
 pub use synthesis::pce::{PceSynthesizer, Precompiled};

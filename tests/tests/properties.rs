@@ -62,3 +62,30 @@ proptest! {
         prop_assert!(!verify_proof(&other_pvk, &proofs[0], &all_inputs[0]).unwrap());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Counting a circuit's densities without its witness gives what synthesis marks and what
+    /// its parameters' A and B queries hold.
+    #[test]
+    fn densities_counted_without_a_witness_match_synthesis_and_parameters(
+        inputs in 1usize..4,
+        constraints in 2usize..40,
+        shape_seed: u64,
+        witness_seed: u64,
+    ) {
+        use prover_core::Synthesizer;
+        let circuit = RandomCircuit::new(inputs, constraints, shape_seed, witness_seed);
+        let counted = prover_core::circuit_density(circuit.shape()).unwrap();
+        let synthesized = prover_core::CpuSynthesizer.synthesize(circuit.clone()).unwrap();
+        let w = &synthesized.witness;
+        prop_assert_eq!(counted.size, prover_core::circuit_size(circuit.shape()).unwrap());
+        prop_assert_eq!(counted.a_aux, w.a_aux_density.count_ones());
+        prop_assert_eq!(counted.b_aux, w.b_aux_density.count_ones());
+        prop_assert_eq!(counted.b_inputs, w.b_input_density.count_ones());
+        let params = generate_seeded_parameters(circuit.shape(), shape_seed).unwrap();
+        prop_assert_eq!(params.a.len(), counted.size.inputs + counted.a_aux);
+        prop_assert_eq!(params.b_g1.len(), counted.b_inputs + counted.b_aux);
+    }
+}

@@ -14,16 +14,17 @@ use rayon::prelude::*;
 
 use prover_core::stages::density::{Density, ScalarBytes};
 use prover_core::stages::{Evaluations, SynthesizedPartition, Witness};
-use prover_core::KeyShape;
+use prover_core::{CircuitDensity, CircuitSize, KeyShape};
 
 /// The scalar mix `porep_profile` measured on a 2 KiB PoRep's aux assignment, as percentages:
 /// zeros, ones (the rest are dense).
 pub const POREP_MIX: (u32, u32) = (51, 47);
 
-/// A 2 KiB PoRep's proportions (its parameters' query lengths): aux variables in A, 2,674,908
-/// of 2,685,673; in B, 685,521.
-const A_AUX_PER_MILLE: u64 = 996;
-const B_AUX_PER_MILLE: u64 = 255;
+/// A 2 KiB PoRep's proportions (its parameters' query lengths), in parts per million: aux
+/// variables in A, 2,674,908 of 2,685,673; in B, 685,521. [`SyntheticSpec::like`] takes a real
+/// circuit's instead.
+const A_AUX_PPM: u32 = 995_992;
+const B_AUX_PPM: u32 = 255_251;
 
 /// Public inputs of a PoRep partition, ONE included (its `vk.ic` has 40 points).
 const POREP_INPUTS: usize = 40;
@@ -41,6 +42,10 @@ pub struct SyntheticSpec {
     pub inputs: usize,
     /// Aux variables.
     pub aux: usize,
+    /// Aux variables used by A, in parts per million of `aux`.
+    pub a_aux_ppm: u32,
+    /// Aux variables used by B, in parts per million of `aux`.
+    pub b_aux_ppm: u32,
 }
 
 impl SyntheticSpec {
@@ -58,21 +63,32 @@ impl SyntheticSpec {
             constraints: n.max(domain / 2 + 1),
             inputs: POREP_INPUTS.min(n / 2),
             aux: n,
+            a_aux_ppm: A_AUX_PPM,
+            b_aux_ppm: B_AUX_PPM,
         }
     }
 
-    /// A real partition's counts (constraints, inputs with ONE, aux variables) carried into a
-    /// domain of `2^log2_domain`: constraints and aux variables scaled by the ratio of the
-    /// domains, the inputs kept (at most half the constraints).
-    pub fn like(constraints: usize, inputs: usize, aux: usize, log2_domain: u32) -> Self {
+    /// A real partition's counts (constraints, inputs with ONE, aux variables, and the share of
+    /// aux variables its A and B use: [`prover_core::circuit_density`] of its blank circuit)
+    /// carried into a domain of `2^log2_domain`: constraints and aux variables scaled by the
+    /// ratio of the domains, the inputs kept (at most half the constraints), the shares kept.
+    pub fn like(real: &CircuitDensity, log2_domain: u32) -> Self {
+        let CircuitSize {
+            constraints,
+            inputs,
+            aux,
+        } = real.size;
         let real_domain = constraints.max(1).next_power_of_two() as u128;
         let domain = 1usize << log2_domain;
         let scale = |n: usize| (n as u128 * domain as u128 / real_domain) as usize;
+        let ppm = |used: usize| (used as u128 * 1_000_000 / aux.max(1) as u128) as u32;
         let constraints = scale(constraints).clamp(domain / 2 + 1, domain);
         SyntheticSpec {
             constraints,
             inputs: inputs.clamp(1, constraints / 2),
             aux: scale(aux).max(2),
+            a_aux_ppm: ppm(real.a_aux),
+            b_aux_ppm: ppm(real.b_aux),
         }
     }
 
@@ -107,9 +123,9 @@ impl SyntheticSpec {
             witness: Witness {
                 input,
                 aux,
-                a_aux_density: random_density(self.aux, A_AUX_PER_MILLE, seed ^ (6 << 60)),
+                a_aux_density: random_density(self.aux, self.a_aux_ppm, seed ^ (6 << 60)),
                 b_input_density,
-                b_aux_density: random_density(self.aux, B_AUX_PER_MILLE, seed ^ (7 << 60)),
+                b_aux_density: random_density(self.aux, self.b_aux_ppm, seed ^ (7 << 60)),
             },
         }
     }
@@ -166,8 +182,8 @@ pub fn porep_like_aux(n: usize, seed: u64) -> Vec<ScalarBytes> {
     out
 }
 
-/// A density of `n` bits, each set with probability `per_mille / 1000`.
-fn random_density(n: usize, per_mille: u64, seed: u64) -> Density {
+/// A density of `n` bits, each set with probability `ppm / 1_000_000`.
+fn random_density(n: usize, ppm: u32, seed: u64) -> Density {
     let words: Vec<u64> = (0..n.div_ceil(64))
         .into_par_iter()
         .chunks(CHUNK / 64)
@@ -177,7 +193,7 @@ fn random_density(n: usize, per_mille: u64, seed: u64) -> Density {
             ws.into_iter()
                 .map(|_| {
                     (0..64).fold(0u64, |w, b| {
-                        w | (u64::from(u64::from(rng.next_u32() % 1000) < per_mille) << b)
+                        w | (u64::from(rng.next_u32() % 1_000_000 < ppm) << b)
                     })
                 })
                 .collect::<Vec<_>>()
@@ -231,21 +247,35 @@ mod tests {
 
     #[test]
     fn real_counts_carry_into_smaller_domains() {
-        // A 32 GiB PoRep partition's counts (filecoin-proofs 19.1's circuit).
-        let real = SyntheticSpec::like(130_278_869, 328, 130_169_893, 27);
+        // A 32 GiB PoRep partition's counts (filecoin-proofs 19.1's circuit); the densities are
+        // made up for the test (a third of the aux variables in A, a quarter in B).
+        let counts = CircuitDensity {
+            size: CircuitSize {
+                constraints: 130_278_869,
+                inputs: 328,
+                aux: 130_169_893,
+            },
+            a_aux: 130_169_893 / 3,
+            b_inputs: 1,
+            b_aux: 130_169_893 / 4,
+        };
+        let real = SyntheticSpec::like(&counts, 27);
         assert_eq!(
             (real.constraints, real.inputs, real.aux),
             (130_278_869, 328, 130_169_893)
         );
-        let small = SyntheticSpec::like(130_278_869, 328, 130_169_893, 14);
+        assert_eq!((real.a_aux_ppm, real.b_aux_ppm), (333_333, 249_999));
+        let small = SyntheticSpec::like(&counts, 14);
         assert_eq!(small.domain(), 1 << 14);
         assert_eq!(small.constraints, 130_278_869 * (1 << 14) / (1 << 27));
         assert_eq!(small.inputs, 328);
+        // The partition has the shares it was given, not the 2 KiB PoRep's.
+        let s = small.partition(3).shape();
+        let frac = |k: usize| k as f64 / s.aux as f64;
+        assert!((frac(s.a_aux) - 1.0 / 3.0).abs() < 0.02, "{s:?}");
+        assert!((frac(s.b_aux) - 0.25).abs() < 0.02, "{s:?}");
         // A domain too small for the inputs keeps half the constraints for them at most.
-        assert_eq!(
-            SyntheticSpec::like(130_278_869, 328, 130_169_893, 9).inputs,
-            248
-        );
+        assert_eq!(SyntheticSpec::like(&counts, 9).inputs, 248);
     }
 
     #[test]

@@ -249,13 +249,18 @@ impl Assembly for ProvingAssignment {
 
     fn extend(&mut self, other: &Self) {
         let offset = self.a.len();
-        self.a_aux_density.extend_from(&other.a_aux_density, 0);
-        // The other system's ONE is this one's ONE: carry its B use over, skip its bit.
-        if other.b_input_density.get(0) {
-            self.b_input_density.set(0);
-        }
-        self.b_input_density.extend_from(&other.b_input_density, 1);
-        self.b_aux_density.extend_from(&other.b_aux_density, 0);
+        extend_densities(
+            [
+                &mut self.a_aux_density,
+                &mut self.b_input_density,
+                &mut self.b_aux_density,
+            ],
+            [
+                &other.a_aux_density,
+                &other.b_input_density,
+                &other.b_aux_density,
+            ],
+        );
         self.a.extend_from_slice(&other.a);
         self.b.extend_from_slice(&other.b);
         self.c.extend_from_slice(&other.c);
@@ -271,6 +276,114 @@ impl Assembly for ProvingAssignment {
 }
 
 constraint_system!(ProvingAssignment {});
+
+/// Appends a child system's densities (A's aux, B's inputs, B's aux) to its parent's. The
+/// child's first input is its own temporary ONE, which is the parent's ONE: its B use is carried
+/// over and its bit skipped.
+fn extend_densities(into: [&mut Density; 3], from: [&Density; 3]) {
+    let [a_aux, b_input, b_aux] = into;
+    a_aux.extend_from(from[0], 0);
+    if from[1].get(0) {
+        b_input.set(0);
+    }
+    b_input.extend_from(from[1], 1);
+    b_aux.extend_from(from[2], 0);
+}
+
+/// A circuit's counts and how many of its variables its A and B polynomials use: what its
+/// parameters' `a` and `b_g1` queries hold (their lengths are `inputs + a_aux` and
+/// `b_inputs + b_aux`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CircuitDensity {
+    /// Constraints, inputs and aux variables.
+    pub size: CircuitSize,
+    /// Aux variables with a nonzero coefficient in some A linear combination.
+    pub a_aux: usize,
+    /// Inputs (ONE included) with a nonzero coefficient in some B linear combination.
+    pub b_inputs: usize,
+    /// Aux variables with a nonzero coefficient in some B linear combination.
+    pub b_aux: usize,
+}
+
+/// Counts a circuit's constraints, variables and densities: every linear combination is built
+/// (as synthesis builds them) but no value is computed, so a blank circuit (no witness) can be
+/// counted. Slower than [`circuit_size`] by the linear combinations.
+pub fn circuit_density<C: Circuit<Scalar>>(circuit: C) -> Result<CircuitDensity> {
+    #[derive(Default)]
+    struct Counter {
+        constraints: usize,
+        a_aux: Density,
+        b_input: Density,
+        b_aux: Density,
+    }
+    fn mark<'a>(it: impl Iterator<Item = (&'a usize, &'a Scalar)>, density: &mut Density) {
+        for (&index, coeff) in it {
+            if !crate::groth16::public::is_zero(coeff) {
+                density.set(index);
+            }
+        }
+    }
+    impl Assembly for Counter {
+        const EXTENSIBLE: bool = true;
+
+        fn alloc_aux<F>(&mut self, _: F) -> Result<Variable, SynthesisError>
+        where
+            F: FnOnce() -> Result<Scalar, SynthesisError>,
+        {
+            self.a_aux.push_unset();
+            self.b_aux.push_unset();
+            Ok(Variable::new_unchecked(Index::Aux(self.a_aux.len() - 1)))
+        }
+
+        fn alloc_input<F>(&mut self, _: F) -> Result<Variable, SynthesisError>
+        where
+            F: FnOnce() -> Result<Scalar, SynthesisError>,
+        {
+            self.b_input.push_unset();
+            Ok(Variable::new_unchecked(Index::Input(
+                self.b_input.len() - 1,
+            )))
+        }
+
+        fn enforce<N, LA, LB, LC>(&mut self, _: N, a: LA, b: LB, _: LC)
+        where
+            N: FnOnce() -> String,
+            LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+            LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+            LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        {
+            self.constraints += 1;
+            let a = a(LinearCombination::zero());
+            let b = b(LinearCombination::zero());
+            // Inputs are always dense in A, through the input constraints.
+            mark(a.iter_aux(), &mut self.a_aux);
+            mark(b.iter_inputs(), &mut self.b_input);
+            mark(b.iter_aux(), &mut self.b_aux);
+        }
+
+        fn extend(&mut self, other: &Self) {
+            self.constraints += other.constraints;
+            extend_densities(
+                [&mut self.a_aux, &mut self.b_input, &mut self.b_aux],
+                [&other.a_aux, &other.b_input, &other.b_aux],
+            );
+        }
+    }
+
+    constraint_system!(Counter {});
+    let mut cs = Counter::default();
+    synthesize_in_bellperson_shape(&mut cs, circuit, |cs| cs.b_input.len())?;
+    Ok(CircuitDensity {
+        size: CircuitSize {
+            constraints: cs.constraints,
+            inputs: cs.b_input.len(),
+            aux: cs.a_aux.len(),
+        },
+        a_aux: cs.a_aux.count_ones(),
+        b_inputs: cs.b_input.count_ones(),
+        b_aux: cs.b_aux.count_ones(),
+    })
+}
 
 #[cfg(test)]
 mod tests {
