@@ -1,0 +1,151 @@
+//! The job store keeps what it accepted across a reopen, treats `request_id` as an idempotency
+//! key, hands out the highest priority first (oldest first among equals), and never lets a
+//! cancelled job's result in.
+
+use proofline_service::store::{
+    Cancelled, JobState, JobStore, NewJob, Outcome, SqliteStore, Submitted,
+};
+
+fn job(request_id: &str, priority: i32, payload: &[u8]) -> NewJob {
+    NewJob {
+        request_id: request_id.into(),
+        digest: *blake2b_simd::Params::new()
+            .hash_length(32)
+            .hash(payload)
+            .as_bytes()
+            .first_chunk::<32>()
+            .unwrap(),
+        kind: "WINNING_POST".into(),
+        priority,
+        payload: payload.to_vec(),
+    }
+}
+
+fn new(s: Submitted) -> proofline_service::store::JobRecord {
+    match s {
+        Submitted::New(r) => r,
+        other => panic!("expected a new job, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_same_request_twice_is_one_job_and_another_payload_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(dir.path()).unwrap();
+    let first = new(store.submit(job("r1", 2, b"payload")).unwrap());
+    assert_eq!(first.state, JobState::Queued);
+    assert_eq!(store.payload(&first.id).unwrap().unwrap(), b"payload");
+    match store.submit(job("r1", 4, b"payload")).unwrap() {
+        Submitted::Existing(r) => assert_eq!(r.id, first.id),
+        other => panic!("{other:?}"),
+    }
+    match store.submit(job("r1", 2, b"another payload")).unwrap() {
+        Submitted::Conflict(r) => assert_eq!(r.id, first.id),
+        other => panic!("{other:?}"),
+    }
+    // Finished, the same request returns the finished job with its proof.
+    assert_eq!(store.claim_next().unwrap().unwrap().id, first.id);
+    assert!(store
+        .finish(&first.id, Outcome::Completed(vec![7; 192]))
+        .unwrap());
+    match store.submit(job("r1", 2, b"payload")).unwrap() {
+        Submitted::Existing(r) => {
+            assert_eq!(r.state, JobState::Completed);
+            assert_eq!(r.proof, Some(vec![7; 192]));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The payload left with the job's end.
+    assert_eq!(store.payload(&first.id).unwrap(), None);
+}
+
+#[test]
+fn claims_take_the_highest_priority_first_then_the_oldest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(dir.path()).unwrap();
+    let c2a = new(store.submit(job("c2-a", 2, b"a")).unwrap());
+    let c2b = new(store.submit(job("c2-b", 2, b"b")).unwrap());
+    let winning = new(store.submit(job("win", 4, b"w")).unwrap());
+    let low = new(store.submit(job("low", 1, b"l")).unwrap());
+    let queued = store.queued().unwrap();
+    assert_eq!(queued.iter().map(|q| q.2).sum::<u64>(), 4);
+    let order: Vec<String> =
+        std::iter::from_fn(|| store.claim_next().unwrap().map(|j| j.id)).collect();
+    assert_eq!(order, vec![winning.id, c2a.id, c2b.id, low.id]);
+    assert!(store.claim_next().unwrap().is_none());
+}
+
+#[test]
+fn a_reopened_store_has_every_job_and_requeues_the_running_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let (running, queued) = {
+        let mut store = SqliteStore::open(dir.path()).unwrap();
+        let a = new(store.submit(job("a", 2, b"a")).unwrap());
+        let b = new(store.submit(job("b", 2, b"b")).unwrap());
+        assert_eq!(store.claim_next().unwrap().unwrap().id, a.id);
+        (a, b)
+        // Dropped mid-job, as a killed server would leave it.
+    };
+    let mut store = SqliteStore::open(dir.path()).unwrap();
+    assert_eq!(
+        store.get(&running.id).unwrap().unwrap().state,
+        JobState::Running
+    );
+    assert_eq!(store.requeue_running().unwrap(), 1);
+    let again = store.claim_next().unwrap().unwrap();
+    assert_eq!(again.id, running.id);
+    assert_eq!(again.attempts, 2);
+    assert_eq!(store.payload(&queued.id).unwrap().unwrap(), b"b");
+}
+
+#[test]
+fn a_cancelled_job_never_runs_and_a_cancelled_running_job_keeps_no_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(dir.path()).unwrap();
+    let a = new(store.submit(job("a", 2, b"a")).unwrap());
+    let b = new(store.submit(job("b", 2, b"b")).unwrap());
+    assert_eq!(store.cancel(&b.id).unwrap(), Cancelled::WasQueued);
+    assert_eq!(store.claim_next().unwrap().unwrap().id, a.id);
+    assert!(
+        store.claim_next().unwrap().is_none(),
+        "a cancelled job was claimed"
+    );
+    assert_eq!(store.cancel(&a.id).unwrap(), Cancelled::WasRunning);
+    assert!(!store
+        .finish(&a.id, Outcome::Completed(vec![1; 192]))
+        .unwrap());
+    let a = store.get(&a.id).unwrap().unwrap();
+    assert_eq!((a.state, a.proof), (JobState::Cancelled, None));
+    assert_eq!(
+        store.cancel(&a.id).unwrap(),
+        Cancelled::AlreadyEnded(JobState::Cancelled)
+    );
+    assert_eq!(store.cancel("no-such-job").unwrap(), Cancelled::Unknown);
+    assert_eq!(store.get("no-such-job").unwrap(), None);
+}
+
+#[test]
+fn ended_jobs_are_purged_after_retention_and_queued_ones_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(dir.path()).unwrap();
+    let a = new(store.submit(job("a", 2, b"a")).unwrap());
+    let b = new(store.submit(job("b", 2, b"b")).unwrap());
+    store.claim_next().unwrap();
+    store
+        .finish(&a.id, Outcome::Failed("synthesis failed".into()))
+        .unwrap();
+    let failed = store.get(&a.id).unwrap().unwrap();
+    assert_eq!(failed.error.as_deref(), Some("synthesis failed"));
+    // Not yet past retention.
+    assert_eq!(store.purge_ended_before(0).unwrap(), 0);
+    let later = proofline_service::store::now_ms() + 1;
+    assert_eq!(store.purge_ended_before(later).unwrap(), 1);
+    assert_eq!(store.get(&a.id).unwrap(), None);
+    assert!(store.get(&b.id).unwrap().is_some());
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("payloads"))
+            .unwrap()
+            .count(),
+        1
+    );
+}
