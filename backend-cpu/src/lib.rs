@@ -43,6 +43,12 @@ impl Accelerator for CpuBackend {
         1
     }
 
+    /// The quotient's shared twiddle table (half a domain of scalars), registered with the
+    /// growth of a/b/c (which the budget's domain-sized share for a/b/c already holds).
+    fn partition_host_bytes(&self, params: &Parameters) -> u64 {
+        crate::ntt::Twiddles::bytes(params.domain_size())
+    }
+
     fn prepare(&self, params: Arc<Parameters>, _: &StageLedger) -> Result<PreparedParameters> {
         Ok(PreparedParameters::new(params, "cpu", None))
     }
@@ -92,7 +98,8 @@ impl AcceleratorWorker for CpuWorker {
         // The quotient grows a, b and c to the domain's size in place (the synthesizer hands
         // them over at their lengths) and shares one twiddle table (half a domain of scalars)
         // among its NTTs: host temporaries of this stage. The budget's share for a/b/c is
-        // domain-sized, so it holds the growth; the table is beyond the budget's estimate.
+        // domain-sized, so it holds the growth; the table is reserved through
+        // `partition_host_bytes`.
         let grown = [&evaluations.a, &evaluations.b, &evaluations.c]
             .iter()
             .map(|v| domain.size().saturating_sub(v.capacity()) as u64)

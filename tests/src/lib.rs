@@ -349,7 +349,8 @@ impl Accelerator for TestBackend {
     }
 
     fn partition_host_bytes(&self, params: &Parameters) -> u64 {
-        pinned_bytes(params)
+        // Pinned staging, and the CPU quotient's temporaries (its accelerator runs the CPU's).
+        pinned_bytes(params) + CpuBackend.partition_host_bytes(params)
     }
 
     fn worker(
