@@ -53,6 +53,9 @@ pub struct SectorInfo {
     pub sector_id: u64,
     /// The prover (miner) id, 32 bytes in hex.
     pub prover_id: String,
+    /// The miner actor the prover id was made from, when it was sealed for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miner_id: Option<u64>,
     /// comm_r in hex.
     pub comm_r: String,
     /// comm_d in hex.
@@ -164,19 +167,52 @@ pub fn field_bytes(rng: &mut impl RngCore) -> [u8; 32] {
     b
 }
 
+/// The prover id of the miner actor `miner_id`, as Lotus and Curio make it: the actor id as an
+/// unsigned LEB128 varint, left-aligned in 32 zeroed bytes.
+pub fn actor_prover_id(miner_id: u64) -> ProverId {
+    let mut out = [0u8; 32];
+    let mut v = miner_id;
+    let mut i = 0;
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out[i] = byte;
+            return out;
+        }
+        out[i] = byte | 0x80;
+        i += 1;
+    }
+}
+
 /// Seals a sector of random data through pre-commit 1 and 2 (and, for Synthetic PoRep, the
 /// synthetic proofs) and commit 1 in `dir`, with a random prover id, ticket and seed.
 pub fn seal_c1(spec: &SealSpec, dir: &Path, rng: &mut impl RngCore) -> Result<SealedC1> {
-    with_tree!(spec.shape(), Tree => seal_c1_as::<Tree>(spec, dir, rng))
+    seal_c1_for(spec, dir, None, rng)
+}
+
+/// [`seal_c1`] for the miner actor `miner_id` (its prover id, [`actor_prover_id`]), or a random
+/// prover id without one.
+pub fn seal_c1_for(
+    spec: &SealSpec,
+    dir: &Path,
+    miner_id: Option<u64>,
+    rng: &mut impl RngCore,
+) -> Result<SealedC1> {
+    with_tree!(spec.shape(), Tree => seal_c1_as::<Tree>(spec, dir, miner_id, rng))
 }
 
 fn seal_c1_as<Tree: 'static + MerkleTreeTrait>(
     spec: &SealSpec,
     dir: &Path,
+    miner_id: Option<u64>,
     rng: &mut impl RngCore,
 ) -> Result<SealedC1> {
     let config = spec.config()?;
-    let prover_id = field_bytes(rng);
+    let prover_id = match miner_id {
+        Some(id) => actor_prover_id(id),
+        None => field_bytes(rng),
+    };
     let sealed = seal_sector::<Tree>(&config, dir, prover_id, rng)?;
     let pre_commit = SealPreCommitOutput {
         comm_r: sealed.comm_r,
@@ -217,6 +253,7 @@ fn seal_c1_as<Tree: 'static + MerkleTreeTrait>(
         sector_size: spec.sector_size,
         sector_id: u64::from(sealed.sector_id),
         prover_id: to_hex(&prover_id),
+        miner_id,
         comm_r: to_hex(&c1.comm_r),
         comm_d: to_hex(&c1.comm_d),
     };

@@ -315,7 +315,7 @@ pub fn parse_porep_id(s: &str) -> Result<[u8; 32], String> {
 }
 
 /// `proofline filecoin seal`: a sector of random data through C1, its outputs written.
-pub fn seal(spec: &SealSpec, out: &Path, force: bool) -> anyhow::Result<()> {
+pub fn seal(spec: &SealSpec, miner_id: Option<u64>, out: &Path, force: bool) -> anyhow::Result<()> {
     let run = || -> anyhow::Result<()> {
         // Held while sealing: two seals into one folder would mix their files.
         let _claim =
@@ -342,7 +342,7 @@ pub fn seal(spec: &SealSpec, out: &Path, force: bool) -> anyhow::Result<()> {
         }
         let t = Instant::now();
         let sectors = out.join("sector");
-        let sealed = porep::seal_c1(spec, &sectors, &mut rand::thread_rng())?;
+        let sealed = porep::seal_c1_for(spec, &sectors, miner_id, &mut rand::thread_rng())?;
         let seconds = t.elapsed().as_secs_f64();
         // Through temporary files renamed into place: never half a file under the real name.
         let write = |name: &str, bytes: Vec<u8>| -> anyhow::Result<PathBuf> {

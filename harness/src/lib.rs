@@ -16,6 +16,7 @@ pub mod preflight;
 pub mod profile;
 pub mod records;
 pub mod report;
+pub mod serve;
 pub mod signals;
 pub mod snap;
 pub mod sweep;

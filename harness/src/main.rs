@@ -54,6 +54,10 @@ enum FilecoinCmd {
         /// uses its registered proof's.
         #[arg(long = "porep-id", value_parser = harness::commands::parse_porep_id)]
         porep_id: Option<[u8; 32]>,
+        /// Seal for this miner actor: the prover id made from its id as Lotus and Curio make
+        /// it (default: a random prover id). `proofline client` proves such a sector for it.
+        #[arg(long = "miner-id")]
+        miner_id: Option<u64>,
         /// Output folder.
         #[arg(long)]
         out: PathBuf,
@@ -139,6 +143,12 @@ enum Cmd {
     /// Prove a SnapDeals update (an empty sector update) from its vanilla partition proofs
     /// through the engine; check it with verify_empty_sector_update_proof.
     SnapProve(harness::snap::SnapProveArgs),
+    /// The proving service: cuzk.v1.ProvingEngine (the gRPC contract Curio's [Cuzk] client
+    /// speaks) on a unix socket or TCP, jobs kept in a store under --data-dir. Stops on
+    /// SIGTERM or SIGINT, leaving queued jobs in the store.
+    Serve(harness::serve::ServeArgs),
+    /// A client of `proofline serve`: submit, await, prove, status, cancel.
+    Client(harness::serve::ClientArgs),
     /// Filecoin sectors for C2 (sealing through C1 with filecoin-proofs).
     Filecoin {
         #[command(subcommand)]
@@ -411,6 +421,8 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             Ok(())
         }
         Cmd::C2(args) => c2(args, &command_line()),
+        Cmd::Serve(args) => harness::serve::serve(args),
+        Cmd::Client(args) => harness::serve::client(args),
         Cmd::SnapProve(args) => harness::snap::snap_prove(args),
         Cmd::Synthetic(args) => harness::synthetic::synthetic(args),
         Cmd::Filecoin {
@@ -419,11 +431,12 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
                     sector_size,
                     variant,
                     porep_id,
+                    miner_id,
                     out,
                     force,
                 },
         } => proofline_filecoin::variant::SealSpec::new(sector_size, variant, porep_id)
-            .and_then(|spec| seal(&spec, &out, force)),
+            .and_then(|spec| seal(&spec, miner_id, &out, force)),
         Cmd::Filecoin {
             cmd:
                 FilecoinCmd::Snap {

@@ -2,11 +2,16 @@
 //! ([`proto`], package `cuzk.v1`, service `ProvingEngine`, built from
 //! `proto/cuzk/v1/proving.proto` without a system `protoc`), the registered proof numbers it
 //! carries ([`registered`]), and the checks a `SubmitProofRequest` passes before a job is
-//! accepted ([`request`]), and the durable job store ([`store`]). The server that runs accepted
-//! jobs through the engine is not built yet.
+//! accepted ([`request`]), the durable job store ([`store`]), proving an accepted job
+//! ([`prove`]), where the server listens ([`listen`]), the server ([`server`]) and a client
+//! ([`client`]).
 
+pub mod client;
+pub mod listen;
+pub mod prove;
 pub mod registered;
 pub mod request;
+pub mod server;
 pub mod store;
 
 /// The messages, enums and the gRPC server and client of `cuzk.v1`.

@@ -25,6 +25,11 @@ pub fn seal(number: u64) -> Option<(SealVariant, u64)> {
     Some((variant, SECTOR_SIZES[(number % 5) as usize]))
 }
 
+/// The seal proof number of `variant` at a registered `sector_size` (the inverse of [`seal`]).
+pub fn seal_number(variant: SealVariant, sector_size: u64) -> Option<u64> {
+    (0..20).find(|&n| seal(n) == Some((variant, sector_size)))
+}
+
 /// An update proof number: its sector size.
 pub fn update(number: u64) -> Option<u64> {
     SECTOR_SIZES.get(usize::try_from(number).ok()?).copied()

@@ -116,19 +116,7 @@ impl Accepted {
 
 /// The prover id of actor `miner_id` (unsigned LEB128, left-aligned, zero-padded).
 pub fn prover_id(miner_id: u64) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    let mut v = miner_id;
-    let mut i = 0;
-    loop {
-        let byte = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out[i] = byte;
-            return out;
-        }
-        out[i] = byte | 0x80;
-        i += 1;
-    }
+    proofline_filecoin::porep::actor_prover_id(miner_id)
 }
 
 /// The default priority of a kind: WinningPoSt critical, WindowPoSt high, the others normal.

@@ -1,0 +1,453 @@
+//! `proofline serve` as a real process over a unix socket, driven by `proofline client` and by a
+//! gRPC client in this test: a PoRep C2 accepted by `verify_seal`, its negative twins, the
+//! idempotency key, hostile requests, a token, a stale and a live socket, SIGKILL mid-job and a
+//! restart, SIGTERM.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use proofline_filecoin::c1::AnyC1;
+use proofline_filecoin::porep::{self, SealStatement, SectorInfo};
+use proofline_service::client::connect;
+use proofline_service::listen::Listen;
+use proofline_service::proto::{
+    AwaitProofRequest, CancelProofRequest, GetStatusRequest, ProofKind, SubmitProofRequest,
+};
+
+const MINER: u64 = 1000;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_proofline"))
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A server process, killed if the test ends before it stops.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(data: &Path, cache: &Path, extra: &[&str]) -> Server {
+    let child = bin()
+        .args(["serve", "--pw", "1", "--data-dir"])
+        .arg(data)
+        .args(extra)
+        .env("FIL_PROOFS_PARAMETER_CACHE", cache)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut server = Server(child);
+    let socket = data.join("proofline.sock");
+    let t = Instant::now();
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        if let Some(status) = server.0.try_wait().unwrap() {
+            let mut e = String::new();
+            std::io::Read::read_to_string(server.0.stderr.as_mut().unwrap(), &mut e).unwrap();
+            panic!("the server ended at start ({status}): {e}");
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no socket after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server
+}
+
+fn client(socket: &Path, args: &[&str]) -> Output {
+    bin()
+        .arg("client")
+        .arg("--connect")
+        .arg(format!("unix://{}", socket.display()))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The request `proofline client` sends for a C1 file, built here from the wire page.
+fn porep_request(c1_json: &[u8], request_id: &str, sector: u64) -> SubmitProofRequest {
+    use base64::Engine as _;
+    let envelope = serde_json::json!({
+        "SectorNum": sector,
+        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(c1_json),
+        "SectorSize": 2048,
+    });
+    SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        sector_size: 2048,
+        registered_proof: 5, // StackedDrg2KiBV1_1
+        vanilla_proof: serde_json::to_vec(&envelope).unwrap(),
+        sector_number: sector,
+        miner_id: MINER,
+        ..Default::default()
+    }
+}
+
+struct Sealed {
+    c1_path: PathBuf,
+    c1_json: Vec<u8>,
+    statement: SealStatement,
+    sector: u64,
+}
+
+fn seal(dir: &Path, cache: &Path) -> Sealed {
+    let out = dir.join("c1");
+    let o = bin()
+        .args(["filecoin", "seal", "--sector-size", "2KiB", "--miner-id"])
+        .arg(MINER.to_string())
+        .arg("--out")
+        .arg(&out)
+        .env("FIL_PROOFS_PARAMETER_CACHE", cache)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let info: SectorInfo =
+        serde_json::from_slice(&std::fs::read(out.join("sector.json")).unwrap()).unwrap();
+    assert_eq!(info.miner_id, Some(MINER));
+    assert_eq!(info.prover_id().unwrap(), porep::actor_prover_id(MINER));
+    let spec = info.spec().unwrap();
+    let c1 = AnyC1::from_json(&std::fs::read(out.join("c1-raw.json")).unwrap(), 2048).unwrap();
+    let statement = SealStatement::of(
+        &spec.config().unwrap(),
+        &c1,
+        info.prover_id().unwrap(),
+        info.sector_id,
+    );
+    Sealed {
+        c1_path: out.join("c1.json"),
+        c1_json: std::fs::read(out.join("c1.json")).unwrap(),
+        statement,
+        sector: info.sector_id,
+    }
+}
+
+#[test]
+fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("params");
+    // verify_seal in this process reads the parameters' verifying keys from the same cache
+    // (filecoin-proofs reads the setting once; no other test here calls it).
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &cache);
+    let data = dir.path().join("data");
+    let socket = data.join("proofline.sock");
+    let sealed = seal(dir.path(), &cache);
+    let sector = sealed.sector.to_string();
+    let miner = MINER.to_string();
+    let c1 = sealed.c1_path.to_str().unwrap();
+
+    // A stale socket file (no server behind it) is replaced.
+    std::fs::create_dir_all(&data).unwrap();
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    let mut server = start(&data, &cache, &[]);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // A live one is an error naming it.
+    let o = bin()
+        .args(["serve", "--data-dir"])
+        .arg(&data)
+        .env("FIL_PROOFS_PARAMETER_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(text(&o).contains("listening on"), "{}", text(&o));
+
+    // SIGKILL while the first job runs (generating the parameters it needs); started again,
+    // the job completes once, with a proof that verifies.
+    let o = client(
+        &socket,
+        &[
+            "submit",
+            "--c1",
+            c1,
+            "--sector-number",
+            &sector,
+            "--miner-id",
+            &miner,
+            "--request-id",
+            "crash",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let job = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    wait_running(&socket);
+    server.0.kill().unwrap();
+    server.0.wait().unwrap();
+    let mut server = start(&data, &cache, &[]);
+    let restarted_proof = dir.path().join("restarted.bin");
+    let o = client(
+        &socket,
+        &["await", &job, "--out", restarted_proof.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(sealed
+        .statement
+        .verify(&std::fs::read(&restarted_proof).unwrap())
+        .unwrap());
+    let o = client(&socket, &["status"]);
+    assert!(
+        text(&o).contains("1 proofs completed, 0 failed"),
+        "{}",
+        text(&o)
+    );
+
+    // Proven through the service: the proof verify_seal accepts, of the length filecoin-ffi
+    // returns for a 2 KiB V1_1 sector (one partition, 192 bytes).
+    let proof_path = dir.path().join("proof.bin");
+    let o = client(
+        &socket,
+        &[
+            "prove",
+            "--c1",
+            c1,
+            "--sector-number",
+            &sector,
+            "--miner-id",
+            &miner,
+            "--out",
+            proof_path.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let proof = std::fs::read(&proof_path).unwrap();
+    assert_eq!(proof.len(), 192);
+    assert!(sealed.statement.verify(&proof).unwrap());
+    let mut flipped = proof.clone();
+    flipped[100] ^= 1;
+    assert!(!sealed.statement.verify(&flipped).unwrap_or(false));
+
+    // The same request again: the same job, not proven twice.
+    let submit = |args: &[&str]| {
+        let o = client(&socket, &[&["submit"][..], args].concat());
+        (o.status.success(), text(&o))
+    };
+    let base = ["--c1", c1, "--sector-number", &sector, "--miner-id", &miner];
+    let (ok1, id1) = submit(&base);
+    let (ok2, id2) = submit(&base);
+    assert!(ok1 && ok2, "{id1} {id2}");
+    assert_eq!(id1, id2);
+    let o = client(&socket, &["await", id1.trim()]);
+    assert!(o.status.success(), "{}", text(&o));
+    // The same id with another payload is refused.
+    let other_sector = (sealed.sector + 1).to_string();
+    let (ok, other) = submit(&[
+        "--c1",
+        c1,
+        "--sector-number",
+        &other_sector,
+        "--miner-id",
+        &miner,
+        "--request-id",
+        "other",
+    ]);
+    assert!(ok, "{other}");
+    let (ok, e) = submit(&[
+        "--c1",
+        c1,
+        "--sector-number",
+        &sector,
+        "--miner-id",
+        &miner,
+        "--request-id",
+        "other",
+    ]);
+    assert!(!ok);
+    assert!(e.contains("AlreadyExists"), "{e}");
+    // That other sector number: verify_seal rejects the proof, and the job fails saying so.
+    let failed = client(&socket, &["await", other.trim()]);
+    assert!(!failed.status.success());
+    assert!(
+        text(&failed).contains("verify_seal rejected"),
+        "{}",
+        text(&failed)
+    );
+
+    // Through a gRPC client: hostile requests get their status, and the server keeps proving.
+    rt().block_on(async {
+        let addr = Listen::Unix(socket.clone());
+        let mut c = connect(&addr, None, 256 << 20).await.unwrap();
+        // Garbage envelope, a wrong kind/proof pair, a bad scalar, a wrong size.
+        let mut garbage = porep_request(&sealed.c1_json, "g1", sealed.sector);
+        garbage.vanilla_proof = b"\x00\xffnot json".to_vec();
+        let e = code(c.submit_proof(garbage).await);
+        assert_eq!(e.code(), tonic::Code::InvalidArgument);
+        assert!(e.message().contains("vanilla_proof"), "{e}");
+        let mut pair = porep_request(&sealed.c1_json, "g2", sealed.sector);
+        pair.proof_kind = ProofKind::WinningPost as i32;
+        pair.randomness = vec![0; 32];
+        pair.vanilla_proofs = vec![vec![1]];
+        let e = code(c.submit_proof(pair).await);
+        assert_eq!(e.code(), tonic::Code::InvalidArgument);
+        assert!(e.message().contains("registered_proof"), "{e}");
+        let mut size = porep_request(&sealed.c1_json, "g3", sealed.sector);
+        size.sector_size = 4096;
+        let e = code(c.submit_proof(size).await);
+        assert!(e.message().contains("sector_size"), "{e}");
+        // A truncated C1 output inside a well-formed envelope: accepted, then FAILED with the
+        // reason (its JSON is parsed at its turn), never COMPLETED.
+        let truncated = &sealed.c1_json[..sealed.c1_json.len() / 2];
+        let job = c
+            .submit_proof(porep_request(truncated, "t1", sealed.sector))
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        let r = c
+            .await_proof(AwaitProofRequest {
+                job_id: job,
+                timeout_ms: 120_000,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.status, 2, "{r:?}"); // FAILED
+        assert!(r.proof.is_empty());
+        assert!(
+            r.error_message.contains("vanilla_proof"),
+            "{}",
+            r.error_message
+        );
+        // A C1 output with its seed changed: FAILED, no proof.
+        let mut altered: serde_json::Value = serde_json::from_slice(&sealed.c1_json).unwrap();
+        let first = altered["seed"][0].as_u64().unwrap();
+        altered["seed"][0] = serde_json::json!(first ^ 1);
+        let altered = serde_json::to_vec(&altered).unwrap();
+        let job = c
+            .submit_proof(porep_request(&altered, "t2", sealed.sector))
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        let r = c
+            .await_proof(AwaitProofRequest {
+                job_id: job,
+                timeout_ms: 120_000,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.status, 2, "{r:?}");
+        assert!(r.proof.is_empty());
+        // Unknown job ids.
+        let e = code(
+            c.await_proof(AwaitProofRequest {
+                job_id: "no-such-job".into(),
+                timeout_ms: 10,
+            })
+            .await,
+        );
+        assert_eq!(e.code(), tonic::Code::NotFound);
+        let e = code(
+            c.cancel_proof(CancelProofRequest {
+                job_id: "no-such-job".into(),
+            })
+            .await,
+        );
+        assert_eq!(e.code(), tonic::Code::NotFound);
+        // An oversized message: refused by the transport, the server stays up.
+        let mut big = porep_request(&sealed.c1_json, "big", sealed.sector);
+        big.vanilla_proofs = vec![vec![7u8; 1 << 20]; 300];
+        assert!(c.submit_proof(big).await.is_err());
+        let s = c
+            .get_status(GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(s.total_proofs_completed >= 1, "{s:?}");
+        assert!(s.total_proofs_failed >= 3, "{s:?}");
+        assert_eq!(s.loaded_srs.len(), 1, "{s:?}");
+        assert!(s.loaded_srs[0].size_bytes > 0);
+    });
+
+    // SIGTERM: the server stops, exits 0 and removes its socket.
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) };
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(!socket.exists());
+}
+
+/// The status of a call that must fail.
+fn code<T: std::fmt::Debug>(r: Result<T, tonic::Status>) -> tonic::Status {
+    r.unwrap_err()
+}
+
+/// Waits until the server reports a job running.
+fn wait_running(socket: &Path) {
+    let t = Instant::now();
+    loop {
+        let o = client(socket, &["status"]);
+        if text(&o).contains("1 running") {
+            return;
+        }
+        assert!(t.elapsed() < Duration::from_secs(120), "{}", text(&o));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_socket_path_and_the_token_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("params");
+    // A socket path that is a directory: a clear error, no panic.
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(data.join("proofline.sock")).unwrap();
+    let o = bin()
+        .args(["serve", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(text(&o).contains("is a directory"), "{}", text(&o));
+    assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    // With a token: a call without it, or with another, is UNAUTHENTICATED; with it, answered.
+    let data = dir.path().join("with-token");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    let _server = start(
+        &data,
+        &cache,
+        &["--auth-token-file", token.to_str().unwrap()],
+    );
+    let socket = data.join("proofline.sock");
+    let o = client(&socket, &["status"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("Unauthenticated"), "{}", text(&o));
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "other").unwrap();
+    let o = client(
+        &socket,
+        &["--auth-token-file", wrong.to_str().unwrap(), "status"],
+    );
+    assert!(text(&o).contains("Unauthenticated"), "{}", text(&o));
+    let o = client(
+        &socket,
+        &["--auth-token-file", token.to_str().unwrap(), "status"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("0 proofs completed"), "{}", text(&o));
+}

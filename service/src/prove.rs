@@ -1,0 +1,176 @@
+//! Proving an accepted job: its payload parsed at its turn, its partitions proven through the
+//! engine, the proof checked by filecoin-proofs' verifier before it is reported. Parameters are
+//! loaded once per circuit and kept ([`Prover::loaded`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use filecoin_proofs_api::seal::SealCommitPhase1Output as ApiC1Output;
+use proofline_filecoin::c1::{check_field_elements, AnyC1};
+use proofline_filecoin::variant::SealSpec;
+use proofline_filecoin::{aggregate, porep, Load};
+use prover_core::{Parameters, Proof};
+
+use crate::request::{Accepted, Work};
+
+/// How the prover runs jobs.
+#[derive(Debug, Clone, Copy)]
+pub struct ProverOptions {
+    /// Synthesis workers per job.
+    pub synthesis_workers: usize,
+    /// How parameter files are read.
+    pub load: Load,
+}
+
+/// A job's proof and where its time went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proven {
+    /// The proof bytes, in the layout filecoin-ffi returns.
+    pub proof: Vec<u8>,
+    /// Milliseconds loading parameters (0 when they were loaded already).
+    pub params_ms: u64,
+    /// Milliseconds in the engine (synthesis and the accelerator, every partition).
+    pub prove_ms: u64,
+}
+
+/// Parameters kept loaded, by circuit id.
+#[derive(Debug, Clone)]
+pub struct LoadedParameters {
+    /// The circuit id (`porep-<size>-<porep id>`).
+    pub circuit_id: String,
+    /// Bytes of the points held.
+    pub bytes: u64,
+}
+
+/// Proves accepted jobs on the CPU backend.
+pub struct Prover {
+    options: ProverOptions,
+    params: Mutex<HashMap<String, Arc<Parameters>>>,
+}
+
+impl Prover {
+    /// A prover with nothing loaded.
+    pub fn new(options: ProverOptions) -> Self {
+        Prover {
+            options,
+            params: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The parameters held, by circuit id.
+    pub fn loaded(&self) -> Vec<LoadedParameters> {
+        let held = self.params.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<LoadedParameters> = held
+            .iter()
+            .map(|(id, p)| LoadedParameters {
+                circuit_id: id.clone(),
+                bytes: p.heap_bytes() as u64,
+            })
+            .collect();
+        out.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
+        out
+    }
+
+    /// Proves `job` and checks the proof with filecoin-proofs' verifier; the error is the
+    /// reason a client reads (`FAILED`).
+    pub fn prove(&self, job: &Accepted) -> Result<Proven, String> {
+        match &job.work {
+            Work::Porep { variant, c1_json } => self.porep(job, *variant, c1_json),
+            Work::SnapDeals { .. } => Err(not_served("SNAP_DEALS_UPDATE")),
+            Work::Post { .. } => Err(not_served("PoSt")),
+        }
+    }
+
+    fn porep(
+        &self,
+        job: &Accepted,
+        variant: proofline_filecoin::variant::SealVariant,
+        c1_json: &[u8],
+    ) -> Result<Proven, String> {
+        let json: serde_json::Value = serde_json::from_slice(c1_json)
+            .map_err(|e| format!("vanilla_proof: Phase1Out is not JSON: {e}"))?;
+        check_field_elements(&json).map_err(|e| format!("vanilla_proof: {e:#}"))?;
+        let wrapped: ApiC1Output = serde_json::from_value(json).map_err(|e| {
+            format!("vanilla_proof: Phase1Out is not a SealCommitPhase1Output: {e}")
+        })?;
+        let spec = SealSpec::registered(wrapped.registered_proof);
+        if spec.variant != variant || spec.sector_size != job.sector_size {
+            return Err(format!(
+                "vanilla_proof: the C1 output names {:?}; the request's registered_proof is {} \
+                 of {} bytes",
+                wrapped.registered_proof,
+                variant.name(),
+                job.sector_size
+            ));
+        }
+        let c1 = AnyC1::from_wrapped(wrapped).map_err(|e| format!("vanilla_proof: {e:#}"))?;
+        let config = spec.config().map_err(|e| format!("{e:#}"))?;
+        let circuits = porep::circuits(&config, &c1).map_err(|e| format!("{e:#}"))?;
+        let id = format!(
+            "porep-{}-{}",
+            spec.sector_size,
+            porep::to_hex(&spec.porep_id)
+        );
+        let t = Instant::now();
+        let params = self.parameters(&id, || {
+            porep::parameters_for(&config, self.options.load, &())
+                .map(|c| c.params)
+                .map_err(|e| format!("{e:#}"))
+        })?;
+        let params_ms = t.elapsed().as_millis() as u64;
+        let t = Instant::now();
+        let circuits: Vec<_> = circuits.into_iter().map(|(c, _)| c).collect();
+        let run =
+            proofline_filecoin::prove_circuits(circuits, params, self.options.synthesis_workers)
+                .map_err(|e| format!("{e:#}"))?;
+        let prove_ms = t.elapsed().as_millis() as u64;
+        let proof = aggregate::seal_proof(
+            &config,
+            c1.comm_r(),
+            c1.seed(),
+            Proof::many_to_bytes(&run.proofs),
+        )
+        .map_err(|e| format!("{e:#}"))?;
+        let statement = porep::SealStatement::of(&config, &c1, job.prover_id(), job.sector_number);
+        match statement.verify(&proof) {
+            Ok(true) => Ok(Proven {
+                proof,
+                params_ms,
+                prove_ms,
+            }),
+            Ok(false) => Err(
+                "verify_seal rejected the proof (the C1 output does not prove this sector for \
+                 this miner: check sector_number and miner_id); no proof is reported"
+                    .into(),
+            ),
+            Err(e) => Err(format!("verify_seal: {e:#}")),
+        }
+    }
+
+    /// The parameters of `id`, loaded by `load` the first time.
+    fn parameters(
+        &self,
+        id: &str,
+        load: impl FnOnce() -> Result<Parameters, String>,
+    ) -> Result<Arc<Parameters>, String> {
+        if let Some(p) = self
+            .params
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+        {
+            return Ok(p.clone());
+        }
+        let params = Arc::new(load()?);
+        self.params
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_string(), params.clone());
+        Ok(params)
+    }
+}
+
+fn not_served(kind: &str) -> String {
+    format!("{kind} jobs are not served yet: this server proves POREP_SEAL_COMMIT")
+}

@@ -1,0 +1,533 @@
+//! The server: `cuzk.v1.ProvingEngine` over a unix socket or TCP, jobs written to the store
+//! before `SubmitProof` answers, and a worker that claims them (highest priority first, then the
+//! oldest), proves them and records the outcome. A stop (the future [`serve`] is given) stops
+//! accepting, lets the running job finish up to a timeout and leaves queued jobs in the store;
+//! a restarted server puts a job that was running back in the queue.
+
+// tonic's `Status` is what every RPC returns on error; boxing it here would only be unboxed again.
+#![allow(clippy::result_large_err)]
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use prost::Message;
+use tonic::{Request, Response, Status};
+
+use crate::listen::{bind_unix, Listen};
+use crate::proto::proving_engine_server::{ProvingEngine, ProvingEngineServer};
+use crate::proto::{
+    await_proof_response, AwaitProofRequest, AwaitProofResponse, CancelProofRequest,
+    CancelProofResponse, EvictSrsRequest, EvictSrsResponse, GetMetricsRequest, GetMetricsResponse,
+    GetStatusRequest, GetStatusResponse, PreloadSrsRequest, PreloadSrsResponse, ProofKind,
+    ProveRequest, ProveResponse, QueueStatus, SrsStatus, SubmitProofRequest, SubmitProofResponse,
+};
+use crate::prove::{Prover, ProverOptions};
+use crate::request::{check, Limits};
+use crate::store::{
+    now_ms, Cancelled, JobRecord, JobState, JobStore, NewJob, Outcome, SqliteStore, Submitted,
+};
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Where it listens.
+    pub listen: Listen,
+    /// The store's directory.
+    pub data_dir: PathBuf,
+    /// The bearer token every call must carry, when set.
+    pub auth_token: Option<String>,
+    /// The largest message received or sent.
+    pub max_message_bytes: usize,
+    /// Limits on a request's contents.
+    pub limits: Limits,
+    /// How jobs are proven.
+    pub prover: ProverOptions,
+    /// How long a finished job's result is kept.
+    pub retention: Duration,
+    /// How long a stop waits for the running job.
+    pub stop_timeout: Duration,
+}
+
+/// A failure to start or run the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The listen address.
+    #[error("{0}")]
+    Listen(String),
+    /// The job store.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// The gRPC transport.
+    #[error("gRPC transport: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// What the RPCs and the worker share.
+struct Shared {
+    store: Mutex<Box<dyn JobStore>>,
+    prover: Prover,
+    limits: Limits,
+    started: Instant,
+    /// The worker waits here for work.
+    wake: (Mutex<()>, Condvar),
+    /// Awaiting calls wait here for a job to end.
+    ended: tokio::sync::Notify,
+    stop: AtomicBool,
+    running: Mutex<Option<(String, String)>>,
+    completed: AtomicU64,
+    failed: AtomicU64,
+}
+
+fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn internal(e: impl std::fmt::Display) -> Status {
+    Status::internal(e.to_string())
+}
+
+impl Shared {
+    fn store(&self) -> MutexGuard<'_, Box<dyn JobStore>> {
+        lock(&self.store)
+    }
+
+    fn wake_worker(&self) {
+        let _g = lock(&self.wake.0);
+        self.wake.1.notify_all();
+    }
+
+    fn get(&self, id: &str) -> Result<JobRecord, Status> {
+        if id.is_empty() {
+            return Err(Status::invalid_argument("job_id: empty"));
+        }
+        self.store()
+            .get(id)
+            .map_err(internal)?
+            .ok_or_else(|| Status::not_found(format!("job_id: no job {id:?}")))
+    }
+
+    fn submit(&self, req: &SubmitProofRequest) -> Result<SubmitProofResponse, Status> {
+        let accepted = check(req, &self.limits)?;
+        let mut store = self.store();
+        let queued_before: u64 = store.queued().map_err(internal)?.iter().map(|q| q.2).sum();
+        let submitted = store
+            .submit(NewJob {
+                request_id: accepted.request_id.clone(),
+                digest: accepted.digest,
+                kind: kind_name(req.proof_kind),
+                priority: accepted.priority as i32,
+                payload: req.encode_to_vec(),
+            })
+            .map_err(internal)?;
+        drop(store);
+        let job = match submitted {
+            Submitted::New(job) => {
+                self.wake_worker();
+                job
+            }
+            Submitted::Existing(job) => job,
+            Submitted::Conflict(job) => {
+                return Err(Status::already_exists(format!(
+                    "request_id: {:?} was submitted with another payload (job {})",
+                    job.request_id, job.id
+                )))
+            }
+        };
+        Ok(SubmitProofResponse {
+            queue_position: if job.state == JobState::Queued {
+                queued_before.min(u32::MAX as u64) as u32
+            } else {
+                0
+            },
+            job_id: job.id,
+            assigned_gpu: String::new(),
+        })
+    }
+
+    async fn await_job(&self, id: &str, timeout_ms: u64) -> Result<AwaitProofResponse, Status> {
+        let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
+        loop {
+            // Registered before the look, so that an end between the two is not missed.
+            let ended = self.ended.notified();
+            let job = self.get(id)?;
+            if job.state.is_final() {
+                return Ok(response(job));
+            }
+            let wait = match deadline {
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) => left.min(Duration::from_secs(1)),
+                    None => {
+                        return Ok(AwaitProofResponse {
+                            job_id: job.id,
+                            status: await_proof_response::Status::Timeout as i32,
+                            ..Default::default()
+                        })
+                    }
+                },
+                None => Duration::from_secs(1),
+            };
+            let _ = tokio::time::timeout(wait, ended).await;
+        }
+    }
+}
+
+fn kind_name(kind: i32) -> String {
+    ProofKind::try_from(kind)
+        .map(|k| k.as_str_name().to_string())
+        .unwrap_or_else(|_| format!("KIND_{kind}"))
+}
+
+fn response(job: JobRecord) -> AwaitProofResponse {
+    use await_proof_response::Status as S;
+    let status = match job.state {
+        JobState::Completed => S::Completed,
+        JobState::Failed => S::Failed,
+        JobState::Cancelled => S::Cancelled,
+        JobState::Queued | JobState::Running => S::Unknown,
+    };
+    AwaitProofResponse {
+        status: status as i32,
+        proof: job.proof.unwrap_or_default(),
+        error_message: job.error.unwrap_or_default(),
+        total_ms: job
+            .finished_ms
+            .map_or(0, |f| f.saturating_sub(job.submitted_ms)),
+        job_id: job.id,
+        ..Default::default()
+    }
+}
+
+struct Service(Arc<Shared>);
+
+#[tonic::async_trait]
+impl ProvingEngine for Service {
+    async fn submit_proof(
+        &self,
+        request: Request<SubmitProofRequest>,
+    ) -> Result<Response<SubmitProofResponse>, Status> {
+        let shared = self.0.clone();
+        let req = request.into_inner();
+        // The store syncs the payload to disk: off the async threads.
+        tokio::task::spawn_blocking(move || shared.submit(&req))
+            .await
+            .map_err(internal)?
+            .map(Response::new)
+    }
+
+    async fn await_proof(
+        &self,
+        request: Request<AwaitProofRequest>,
+    ) -> Result<Response<AwaitProofResponse>, Status> {
+        let req = request.into_inner();
+        self.0
+            .await_job(&req.job_id, req.timeout_ms)
+            .await
+            .map(Response::new)
+    }
+
+    async fn prove(
+        &self,
+        request: Request<ProveRequest>,
+    ) -> Result<Response<ProveResponse>, Status> {
+        let submit = request
+            .into_inner()
+            .submit
+            .ok_or_else(|| Status::invalid_argument("submit: missing"))?;
+        let shared = self.0.clone();
+        let submitted = tokio::task::spawn_blocking(move || shared.submit(&submit))
+            .await
+            .map_err(internal)??;
+        let result = self.0.await_job(&submitted.job_id, 0).await?;
+        Ok(Response::new(ProveResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn cancel_proof(
+        &self,
+        request: Request<CancelProofRequest>,
+    ) -> Result<Response<CancelProofResponse>, Status> {
+        let id = request.into_inner().job_id;
+        if id.is_empty() {
+            return Err(Status::invalid_argument("job_id: empty"));
+        }
+        let outcome = self.0.store().cancel(&id).map_err(internal)?;
+        match outcome {
+            Cancelled::Unknown => Err(Status::not_found(format!("job_id: no job {id:?}"))),
+            Cancelled::AlreadyEnded(state) => Err(Status::failed_precondition(format!(
+                "job {id} has ended already ({state:?})"
+            ))),
+            Cancelled::WasQueued | Cancelled::WasRunning => {
+                self.0.ended.notify_waiters();
+                Ok(Response::new(CancelProofResponse {
+                    was_running: outcome == Cancelled::WasRunning,
+                }))
+            }
+        }
+    }
+
+    async fn get_status(
+        &self,
+        _request: Request<GetStatusRequest>,
+    ) -> Result<Response<GetStatusResponse>, Status> {
+        let shared = &self.0;
+        let queued = shared.store().queued().map_err(internal)?;
+        let mut queues: BTreeMap<String, QueueStatus> = BTreeMap::new();
+        for (kind, _priority, n) in queued {
+            let q = queues.entry(kind.clone()).or_insert_with(|| QueueStatus {
+                proof_kind: kind,
+                ..Default::default()
+            });
+            q.pending += n.min(u32::MAX as u64) as u32;
+        }
+        if let Some((_, kind)) = lock(&shared.running).clone() {
+            queues
+                .entry(kind.clone())
+                .or_insert_with(|| QueueStatus {
+                    proof_kind: kind,
+                    ..Default::default()
+                })
+                .in_progress += 1;
+        }
+        Ok(Response::new(GetStatusResponse {
+            gpus: Vec::new(),
+            loaded_srs: shared
+                .prover
+                .loaded()
+                .into_iter()
+                .map(|p| SrsStatus {
+                    circuit_id: p.circuit_id,
+                    tier: crate::proto::srs_status::Tier::Hot as i32,
+                    size_bytes: p.bytes,
+                    ref_count: 0,
+                })
+                .collect(),
+            queues: queues.into_values().collect(),
+            total_proofs_completed: shared.completed.load(Ordering::Relaxed),
+            total_proofs_failed: shared.failed.load(Ordering::Relaxed),
+            uptime_seconds: shared.started.elapsed().as_secs(),
+            pinned_memory_bytes: 0,
+            pinned_memory_limit_bytes: 0,
+        }))
+    }
+
+    async fn get_metrics(
+        &self,
+        _request: Request<GetMetricsRequest>,
+    ) -> Result<Response<GetMetricsResponse>, Status> {
+        Err(Status::unimplemented(
+            "GetMetrics is not built yet in this version; GetStatus reports the queues",
+        ))
+    }
+
+    async fn preload_srs(
+        &self,
+        _request: Request<PreloadSrsRequest>,
+    ) -> Result<Response<PreloadSrsResponse>, Status> {
+        Err(Status::unimplemented(
+            "PreloadSRS is not built yet in this version: parameters load with a circuit's first \
+             job and stay loaded",
+        ))
+    }
+
+    async fn evict_srs(
+        &self,
+        _request: Request<EvictSrsRequest>,
+    ) -> Result<Response<EvictSrsResponse>, Status> {
+        Err(Status::unimplemented(
+            "EvictSRS is not built yet in this version",
+        ))
+    }
+}
+
+/// Checks the bearer token of every call.
+#[derive(Clone)]
+struct Auth(Option<Arc<str>>);
+
+impl tonic::service::Interceptor for Auth {
+    fn call(&mut self, req: Request<()>) -> Result<Request<()>, Status> {
+        let Some(token) = &self.0 else {
+            return Ok(req);
+        };
+        let given = req
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        match given {
+            Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => Ok(req),
+            Some(_) => Err(Status::unauthenticated("the bearer token is wrong")),
+            None => Err(Status::unauthenticated(
+                "this server requires a bearer token (authorization: Bearer <token>)",
+            )),
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Proves claimed jobs until told to stop.
+fn worker(shared: Arc<Shared>, retention: Duration) {
+    let mut last_purge = Instant::now() - Duration::from_secs(3600);
+    while !shared.stop.load(Ordering::Acquire) {
+        if last_purge.elapsed() > Duration::from_secs(60) {
+            let before = now_ms().saturating_sub(retention.as_millis() as u64);
+            if let Err(e) = shared.store().purge_ended_before(before) {
+                eprintln!("warning: purging ended jobs: {e}");
+            }
+            last_purge = Instant::now();
+        }
+        let claimed = shared.store().claim_next();
+        let job = match claimed {
+            Ok(Some(job)) => job,
+            Ok(None) => {
+                let g = lock(&shared.wake.0);
+                let _ = shared.wake.1.wait_timeout(g, Duration::from_millis(500));
+                continue;
+            }
+            Err(e) => {
+                eprintln!("error: claiming a job: {e}");
+                std::thread::sleep(Duration::from_secs(1));
+                continue;
+            }
+        };
+        *lock(&shared.running) = Some((job.id.clone(), job.kind.clone()));
+        let outcome = run_job(&shared, &job);
+        let ok = matches!(outcome, Outcome::Completed(_));
+        match shared.store().finish(&job.id, outcome) {
+            Ok(true) => {
+                let n = if ok {
+                    &shared.completed
+                } else {
+                    &shared.failed
+                };
+                n.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(false) => {} // cancelled while it ran: the result is discarded
+            Err(e) => eprintln!("error: recording job {}: {e}", job.id),
+        }
+        *lock(&shared.running) = None;
+        shared.ended.notify_waiters();
+    }
+}
+
+fn run_job(shared: &Shared, job: &JobRecord) -> Outcome {
+    let payload = match shared.store().payload(&job.id) {
+        Ok(Some(p)) => p,
+        Ok(None) => return Outcome::Failed("the job's payload is missing from the store".into()),
+        Err(e) => return Outcome::Failed(format!("reading the job's payload: {e}")),
+    };
+    let accepted = SubmitProofRequest::decode(payload.as_slice())
+        .map_err(|e| format!("the stored request does not decode: {e}"))
+        .and_then(|req| check(&req, &shared.limits).map_err(|e| e.to_string()));
+    let accepted = match accepted {
+        Ok(a) => a,
+        Err(e) => return Outcome::Failed(e),
+    };
+    drop(payload);
+    let prover = &shared.prover;
+    // A panic in a proof fails its job, not the server.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prover.prove(&accepted))) {
+        Ok(Ok(proven)) => Outcome::Completed(proven.proof),
+        Ok(Err(reason)) => Outcome::Failed(reason),
+        Err(_) => Outcome::Failed("the prover panicked on this job".into()),
+    }
+}
+
+/// Runs the server until `stop` resolves.
+pub async fn serve(
+    options: ServeOptions,
+    stop: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let mut store = SqliteStore::open(&options.data_dir)?;
+    let resumed = store.requeue_running()?;
+    if resumed > 0 {
+        eprintln!("resuming {resumed} job(s) that were running when the server last stopped");
+    }
+    let shared = Arc::new(Shared {
+        store: Mutex::new(Box::new(store)),
+        prover: Prover::new(options.prover),
+        limits: options.limits,
+        started: Instant::now(),
+        wake: (Mutex::new(()), Condvar::new()),
+        ended: tokio::sync::Notify::new(),
+        stop: AtomicBool::new(false),
+        running: Mutex::new(None),
+        completed: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+    });
+    let auth = Auth(options.auth_token.as_deref().map(Arc::from));
+    let svc = ProvingEngineServer::new(Service(shared.clone()))
+        .max_decoding_message_size(options.max_message_bytes)
+        .max_encoding_message_size(options.max_message_bytes);
+    let svc = tonic::service::interceptor::InterceptedService::new(svc, auth);
+    let router = tonic::transport::Server::builder().add_service(svc);
+    // Bound before the worker starts, so that a bad address fails at once.
+    enum Bound {
+        Unix(tokio::net::UnixListener),
+        Tcp(tokio::net::TcpListener),
+    }
+    let bound = match &options.listen {
+        Listen::Unix(path) => Bound::Unix(bind_unix(path).map_err(ServeError::Listen)?),
+        Listen::Tcp(addr) => Bound::Tcp(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| ServeError::Listen(format!("binding {addr}: {e}")))?,
+        ),
+    };
+    let worker_thread = {
+        let shared = shared.clone();
+        let retention = options.retention;
+        std::thread::Builder::new()
+            .name("proofline-worker".into())
+            .spawn(move || worker(shared, retention))
+            .map_err(|e| ServeError::Listen(format!("starting the worker: {e}")))?
+    };
+    eprintln!("proofline serve: listening on {}", options.listen);
+    let served = match bound {
+        Bound::Unix(l) => {
+            router
+                .serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::UnixListenerStream::new(l),
+                    stop,
+                )
+                .await
+        }
+        Bound::Tcp(l) => {
+            router
+                .serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::TcpListenerStream::new(l),
+                    stop,
+                )
+                .await
+        }
+    };
+    // Stopping: no new calls; the running job may finish within the timeout.
+    shared.stop.store(true, Ordering::Release);
+    shared.wake_worker();
+    let running = lock(&shared.running).clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = worker_thread.join();
+        let _ = tx.send(());
+    });
+    if rx.recv_timeout(options.stop_timeout).is_err() {
+        if let Some((id, _)) = running {
+            eprintln!(
+                "stopping with job {id} unfinished after {:?}: it runs again at the next start",
+                options.stop_timeout
+            );
+        }
+    }
+    if let Listen::Unix(path) = &options.listen {
+        let _ = std::fs::remove_file(path);
+    }
+    served?;
+    Ok(())
+}
