@@ -42,6 +42,7 @@ mod porep_circuit;
 pub mod seal;
 pub mod shape;
 pub mod snap;
+pub mod vanilla_post;
 pub mod variant;
 
 pub use filecoin_proofs;

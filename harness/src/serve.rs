@@ -128,12 +128,14 @@ pub struct PorepJob {
     /// The C1 output (filecoin-proofs-api's JSON wrapper, as Curio holds it).
     #[arg(long)]
     pub c1: PathBuf,
-    /// The sector number.
+    /// The sector number (default: from the sector.json `proofline filecoin seal` wrote
+    /// beside the C1 file).
     #[arg(long = "sector-number")]
-    pub sector_number: u64,
-    /// The miner's actor id.
+    pub sector_number: Option<u64>,
+    /// The miner's actor id (default: from that sector.json, when it was sealed with
+    /// --miner-id).
     #[arg(long = "miner-id")]
-    pub miner_id: u64,
+    pub miner_id: Option<u64>,
     /// The idempotency key (default: the C1 file's name and the sector).
     #[arg(long = "request-id")]
     pub request_id: Option<String>,
@@ -190,21 +192,33 @@ fn priority(s: Option<&str>) -> anyhow::Result<Priority> {
 /// The request Curio would send for a PoRep C2 of `job`'s C1 output.
 fn porep_request(job: &PorepJob) -> anyhow::Result<SubmitProofRequest> {
     let bytes = std::fs::read(&job.c1).with_context(|| format!("reading {}", job.c1.display()))?;
+    let info = match (job.sector_number, job.miner_id) {
+        (Some(_), Some(_)) => None,
+        _ => proofline_filecoin::porep::SectorInfo::beside(&job.c1)?,
+    };
+    let sector_number = job
+        .sector_number
+        .or(info.as_ref().map(|i| i.sector_id))
+        .context("pass --sector-number (no sector.json beside the C1 file)")?;
+    let miner_id = job
+        .miner_id
+        .or(info.as_ref().and_then(|i| i.miner_id))
+        .context(
+            "pass --miner-id (no sector.json beside the C1 file names a miner: seal with \
+             `proofline filecoin seal --miner-id`)",
+        )?;
     let request_id = job.request_id.clone().unwrap_or_else(|| {
-        format!(
-            "{}-{}-{}",
-            job.c1
-                .file_name()
-                .map_or("c1".into(), |n| n.to_string_lossy()),
-            job.miner_id,
-            job.sector_number
-        )
+        let name = job
+            .c1
+            .file_name()
+            .map_or("c1".into(), |n| n.to_string_lossy());
+        format!("{name}-{miner_id}-{sector_number}")
     });
     proofline_service::client::porep_request(
         &bytes,
         request_id,
-        job.sector_number,
-        job.miner_id,
+        sector_number,
+        miner_id,
         priority(job.priority.as_deref())?,
     )
     .map_err(|e| anyhow::anyhow!("{}: {e}", job.c1.display()))

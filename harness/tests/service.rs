@@ -7,12 +7,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use std::collections::BTreeMap;
+
 use proofline_filecoin::c1::AnyC1;
+use proofline_filecoin::filecoin_proofs::{
+    verify_window_post, verify_winning_post, PoStType, PublicReplicaInfo, SECTOR_SIZE_2_KIB,
+};
 use proofline_filecoin::porep::{self, SealStatement, SectorInfo};
+use proofline_filecoin::seal::seal_random_sector;
+use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
+use proofline_filecoin::storage_proofs_core::sector::SectorId;
+use proofline_filecoin::{post_config, vanilla_proofs, Tree2KiB};
 use proofline_service::client::connect;
 use proofline_service::listen::Listen;
 use proofline_service::proto::{
-    AwaitProofRequest, CancelProofRequest, GetStatusRequest, ProofKind, SubmitProofRequest,
+    AwaitProofRequest, CancelProofRequest, GetStatusRequest, ProofKind, ProveRequest,
+    SubmitProofRequest,
 };
 
 const MINER: u64 = 1000;
@@ -216,21 +226,12 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
     );
 
     // Proven through the service: the proof verify_seal accepts, of the length filecoin-ffi
-    // returns for a 2 KiB V1_1 sector (one partition, 192 bytes).
+    // returns for a 2 KiB V1_1 sector (one partition, 192 bytes). The sector number and the
+    // miner come from the sector.json beside the C1 file.
     let proof_path = dir.path().join("proof.bin");
     let o = client(
         &socket,
-        &[
-            "prove",
-            "--c1",
-            c1,
-            "--sector-number",
-            &sector,
-            "--miner-id",
-            &miner,
-            "--out",
-            proof_path.to_str().unwrap(),
-        ],
+        &["prove", "--c1", c1, "--out", proof_path.to_str().unwrap()],
     );
     assert!(o.status.success(), "{}", text(&o));
     let proof = std::fs::read(&proof_path).unwrap();
@@ -303,6 +304,17 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         let e = code(c.submit_proof(pair).await);
         assert_eq!(e.code(), tonic::Code::InvalidArgument);
         assert!(e.message().contains("registered_proof"), "{e}");
+        // A well-formed WindowPoSt of a partition other than 0: not served yet, refused as
+        // such rather than accepted and failed.
+        let mut window = porep_request(&sealed.c1_json, "g4", sealed.sector);
+        window.proof_kind = ProofKind::WindowPostPartition as i32;
+        window.registered_proof = 10; // StackedDrgWindow2KiBV1_1
+        window.vanilla_proof.clear();
+        window.randomness = vec![0; 32];
+        window.vanilla_proofs = vec![vec![1]];
+        window.partition_index = 1;
+        let e = code(c.submit_proof(window).await);
+        assert_eq!(e.code(), tonic::Code::Unimplemented, "{e}");
         let mut size = porep_request(&sealed.c1_json, "g3", sealed.sector);
         size.sector_size = 4096;
         let e = code(c.submit_proof(size).await);
@@ -383,12 +395,191 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         assert!(s.loaded_srs[0].size_bytes > 0);
     });
 
+    // WinningPoSt and one WindowPoSt partition from bincode vanilla proofs, as Curio sends
+    // them: proofs filecoin-proofs' verifiers accept, of filecoin-ffi's length; tampered and
+    // garbage vanilla proofs end FAILED. A WinningPoSt submitted behind queued C2 jobs is
+    // proven before them.
+    let post = post_inputs(&dir.path().join("post"));
+    rt().block_on(async {
+        let addr = Listen::Unix(socket.clone());
+        let mut c = connect(&addr, None, 256 << 20).await.unwrap();
+        let queued: Vec<String> = {
+            let mut ids = Vec::new();
+            for q in ["q1", "q2", "q3"] {
+                let r = c
+                    .submit_proof(porep_request(&sealed.c1_json, q, sealed.sector))
+                    .await
+                    .unwrap();
+                ids.push(r.into_inner().job_id);
+            }
+            ids
+        };
+        let winning = c
+            .submit_proof(post.request(ProofKind::WinningPost, "w1", &post.winning))
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        let r = await_done(&mut c, &winning).await;
+        assert_eq!(r.status, 1, "{r:?}"); // COMPLETED
+        assert_eq!(r.proof.len(), 192);
+        // The last C2 queued before it has not finished: the WinningPoSt went first.
+        let last = c
+            .await_proof(AwaitProofRequest {
+                job_id: queued[2].clone(),
+                timeout_ms: 1,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(last.status, 4, "{last:?}"); // TIMEOUT: still queued or running
+        assert!(post.verify(PoStType::Winning, &r.proof));
+        let mut bad = r.proof.clone();
+        bad[10] ^= 1;
+        assert!(!post.verify(PoStType::Winning, &bad));
+        // One WindowPoSt partition, through Prove (submit and await in one call).
+        let r = c
+            .prove(ProveRequest {
+                submit: Some(post.request(ProofKind::WindowPostPartition, "wd1", &post.window)),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .result
+            .unwrap();
+        assert_eq!(r.status, 1, "{r:?}");
+        assert_eq!(r.proof.len(), 192);
+        assert!(post.verify(PoStType::Window, &r.proof));
+        // Tampered: a byte of the sector's comm_r flipped (bincode: the sector id's 8 bytes,
+        // then comm_r's 32); other randomness than the vanilla proofs answer; garbage, not
+        // bincode.
+        let mut tampered = post.winning.clone();
+        tampered[0][9] ^= 1;
+        let mut other_randomness = post.request(ProofKind::WinningPost, "w4", &post.winning);
+        other_randomness.randomness[0] ^= 1;
+        for (id, request) in [
+            ("w2", post.request(ProofKind::WinningPost, "w2", &tampered)),
+            (
+                "w3",
+                post.request(ProofKind::WinningPost, "w3", &[vec![1u8, 2, 3]]),
+            ),
+            ("w4", other_randomness),
+        ] {
+            let job = c.submit_proof(request).await.unwrap().into_inner().job_id;
+            let r = await_done(&mut c, &job).await;
+            assert_eq!(r.status, 2, "{id}: {r:?}"); // FAILED
+            assert!(r.proof.is_empty());
+        }
+        for id in &queued {
+            assert_eq!(await_done(&mut c, id).await.status, 1);
+        }
+    });
+
     // SIGTERM: the server stops, exits 0 and removes its socket.
     // SAFETY: sending a signal to our own child.
     unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) };
     let status = server.0.wait().unwrap();
     assert!(status.success(), "{status}");
     assert!(!socket.exists());
+}
+
+/// Waits for a job to end (at most five minutes).
+async fn await_done(
+    c: &mut proofline_service::client::Client,
+    job: &str,
+) -> proofline_service::proto::AwaitProofResponse {
+    c.await_proof(AwaitProofRequest {
+        job_id: job.into(),
+        timeout_ms: 300_000,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+/// Two 2 KiB sectors sealed for [`MINER`] and their vanilla proofs for one randomness, bincode
+/// as Curio sends them: the first sector's for WinningPoSt, both for a WindowPoSt partition.
+struct PostInputs {
+    randomness: [u8; 32],
+    winning: Vec<Vec<u8>>,
+    window: Vec<Vec<u8>>,
+    public: Vec<(SectorId, PublicReplicaInfo)>,
+}
+
+fn post_inputs(dir: &Path) -> PostInputs {
+    let prover_id = porep::actor_prover_id(MINER);
+    let mut rng = rand::thread_rng();
+    let sealed: Vec<_> = (0..2)
+        .map(|_| {
+            seal_random_sector::<Tree2KiB>(dir, SECTOR_SIZE_2_KIB, prover_id, &mut rng).unwrap()
+        })
+        .collect();
+    let randomness = porep::field_bytes(&mut rng);
+    let private: Vec<_> = sealed
+        .iter()
+        .map(|s| (s.sector_id, s.private_info().unwrap()))
+        .collect();
+    let encode = |typ, api, sectors: &[_]| -> Vec<Vec<u8>> {
+        let config = post_config(SECTOR_SIZE_2_KIB, typ, api).unwrap();
+        vanilla_proofs::<Tree2KiB>(&config, &randomness, prover_id, sectors)
+            .unwrap()
+            .iter()
+            .map(|p| bincode::serialize(p).unwrap())
+            .collect()
+    };
+    PostInputs {
+        randomness,
+        winning: encode(PoStType::Winning, ApiVersion::V1_0_0, &private[..1]),
+        window: encode(PoStType::Window, ApiVersion::V1_2_0, &private),
+        public: sealed
+            .iter()
+            .map(|s| (s.sector_id, s.public_info().unwrap()))
+            .collect(),
+    }
+}
+
+impl PostInputs {
+    fn request(&self, kind: ProofKind, id: &str, proofs: &[Vec<u8>]) -> SubmitProofRequest {
+        SubmitProofRequest {
+            request_id: id.into(),
+            proof_kind: kind as i32,
+            sector_size: 2048,
+            // StackedDrgWinning2KiBV1; StackedDrgWindow2KiBV1_1 (served as V1_2).
+            registered_proof: if kind == ProofKind::WinningPost {
+                0
+            } else {
+                10
+            },
+            vanilla_proofs: proofs.to_vec(),
+            miner_id: MINER,
+            randomness: self.randomness.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    /// filecoin-proofs' verifier on `proof`.
+    fn verify(&self, typ: PoStType, proof: &[u8]) -> bool {
+        let prover_id = porep::actor_prover_id(MINER);
+        match typ {
+            PoStType::Winning => {
+                let config = post_config(SECTOR_SIZE_2_KIB, typ, ApiVersion::V1_0_0).unwrap();
+                verify_winning_post::<Tree2KiB>(
+                    &config,
+                    &self.randomness,
+                    &self.public[..1],
+                    prover_id,
+                    proof,
+                )
+                .unwrap_or(false)
+            }
+            PoStType::Window => {
+                let config = post_config(SECTOR_SIZE_2_KIB, typ, ApiVersion::V1_2_0).unwrap();
+                let public: BTreeMap<_, _> = self.public.iter().cloned().collect();
+                verify_window_post::<Tree2KiB>(&config, &self.randomness, &public, prover_id, proof)
+                    .unwrap_or(false)
+            }
+        }
+    }
 }
 
 /// The status of a call that must fail.

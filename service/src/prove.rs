@@ -8,10 +8,14 @@ use std::time::Instant;
 
 use filecoin_proofs_api::seal::SealCommitPhase1Output as ApiC1Output;
 use proofline_filecoin::c1::{check_field_elements, AnyC1};
+use proofline_filecoin::filecoin_proofs::PoStType;
+use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
+use proofline_filecoin::vanilla_post::VanillaPost;
 use proofline_filecoin::variant::SealSpec;
 use proofline_filecoin::{aggregate, porep, Load};
 use prover_core::{Parameters, Proof};
 
+use crate::registered::PostKind;
 use crate::request::{Accepted, Work};
 
 /// How the prover runs jobs.
@@ -78,7 +82,44 @@ impl Prover {
         match &job.work {
             Work::Porep { variant, c1_json } => self.porep(job, *variant, c1_json),
             Work::SnapDeals { .. } => Err(not_served("SNAP_DEALS_UPDATE")),
-            Work::Post { .. } => Err(not_served("PoSt")),
+            Work::Post {
+                kind,
+                randomness,
+                partition,
+                sector_proofs,
+            } => {
+                if *partition != 0 {
+                    return Err(format!(
+                        "partition_index {partition}: only partition 0 is served yet"
+                    ));
+                }
+                let (typ, api_version) = match kind {
+                    PostKind::Winning => (PoStType::Winning, ApiVersion::V1_0_0),
+                    PostKind::Window(v) => (PoStType::Window, *v),
+                };
+                let post = VanillaPost {
+                    sector_size: job.sector_size,
+                    typ,
+                    api_version,
+                    randomness: *randomness,
+                    prover_id: job.prover_id(),
+                    sector_proofs,
+                };
+                let id = post.parameters_id().map_err(|e| format!("{e:#}"))?;
+                let t = Instant::now();
+                let params =
+                    self.parameters(&id, || post.parameters().map_err(|e| format!("{e:#}")))?;
+                let params_ms = t.elapsed().as_millis() as u64;
+                let t = Instant::now();
+                let proof = post
+                    .prove(params, self.options.synthesis_workers)
+                    .map_err(|e| format!("{e:#}"))?;
+                Ok(Proven {
+                    proof,
+                    params_ms,
+                    prove_ms: t.elapsed().as_millis() as u64,
+                })
+            }
         }
     }
 
@@ -172,5 +213,5 @@ impl Prover {
 }
 
 fn not_served(kind: &str) -> String {
-    format!("{kind} jobs are not served yet: this server proves POREP_SEAL_COMMIT")
+    format!("{kind} jobs are not served yet")
 }

@@ -112,6 +112,19 @@ impl Shared {
 
     fn submit(&self, req: &SubmitProofRequest) -> Result<SubmitProofResponse, Status> {
         let accepted = check(req, &self.limits)?;
+        match &accepted.work {
+            crate::request::Work::SnapDeals { .. } => {
+                return Err(Status::unimplemented(
+                    "SNAP_DEALS_UPDATE jobs are not served yet",
+                ))
+            }
+            crate::request::Work::Post { partition, .. } if *partition != 0 => {
+                return Err(Status::unimplemented(format!(
+                    "partition_index {partition}: only WindowPoSt partition 0 is served yet"
+                )))
+            }
+            _ => {}
+        }
         let mut store = self.store();
         let queued_before: u64 = store.queued().map_err(internal)?.iter().map(|q| q.2).sum();
         let submitted = store
