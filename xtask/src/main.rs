@@ -12,6 +12,7 @@
 //! - `kernels --cuda-arch sm_90`: the CUDA kernels compiled into the kernel cache (no GPU).
 //! - `synthetic`: the synthetic partition workload on a device.
 //! - `report DIR`: a sweep's report.svg drawn again.
+//! - `serve --data-dir DIR`: the proving service; `client --connect ADDR ...`: its client.
 //!
 //! Cargo options before the command choose the harness's features: `--no-default-features`
 //! (the CPU backend only), `--features cuda,opencl`. By default the binary has every backend
@@ -40,12 +41,16 @@ commands run by the proofline binary:
        cargo xtask kernels --cuda-arch sm_90
        cargo xtask synthetic --backend cuda [--partitions N]
        cargo xtask report DIR
+       cargo xtask serve --data-dir DIR [--listen unix:///PATH|HOST:PORT]
+       cargo xtask client --connect ADDR submit|await|prove|status|cancel ...
 commands of the xtask:
        cargo xtask bench-tables [--check]
        cargo xtask record-criterion --table ID --out docs/records/FILE.jsonl [--filter TEXT]";
 
-const HARNESS_COMMANDS: [&str; 8] = [
+const HARNESS_COMMANDS: [&str; 10] = [
     "prove",
+    "serve",
+    "client",
     "sweep",
     "c2",
     "snap-prove",
