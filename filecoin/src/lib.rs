@@ -35,6 +35,7 @@ use storage_proofs_post::fallback::{
 };
 
 pub mod aggregate;
+pub mod any_circuit;
 pub mod c1;
 pub mod plan;
 pub mod porep;

@@ -1,6 +1,6 @@
 //! A PoSt from the vanilla proofs a client sends (Curio's WinningPoSt and WindowPoSt requests:
-//! one bincode `FallbackPoStSectorProof` per sector), proven through the engine and checked with
-//! filecoin-proofs' verifier before it is returned.
+//! one bincode `FallbackPoStSectorProof` per sector): its partitions' circuits, and the
+//! statement filecoin-proofs' verifier checks the proof against before it is returned.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +15,9 @@ use filecoin_proofs::{
 use prover_core::{Parameters, Proof};
 use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::sector::SectorId;
 
+use crate::any_circuit::AnyPostCircuit;
 use crate::shape::Shape;
 
 /// A PoSt to prove from vanilla proofs.
@@ -34,6 +36,51 @@ pub struct VanillaPost<'a> {
     /// One bincode `FallbackPoStSectorProof` per sector (WindowPoSt: in increasing sector-id
     /// order, the order the verifier takes them).
     pub sector_proofs: &'a [Vec<u8>],
+}
+
+/// What a PoSt proof is checked against: the sectors and commitments its vanilla proofs carry,
+/// the randomness and the prover.
+#[derive(Debug, Clone)]
+pub struct PostStatement {
+    config: PoStConfig,
+    randomness: ChallengeSeed,
+    prover_id: ProverId,
+    replicas: Vec<(SectorId, PublicReplicaInfo)>,
+}
+
+impl PostStatement {
+    /// filecoin-proofs' `verify_winning_post` or `verify_window_post` on `proof`.
+    pub fn verify(&self, proof: &[u8]) -> Result<bool> {
+        let shape = Shape::of(u64::from(self.config.sector_size))?;
+        crate::with_tree!(shape, Tree => match self.config.typ {
+            PoStType::Winning => verify_winning_post::<Tree>(
+                &self.config,
+                &self.randomness,
+                &self.replicas,
+                self.prover_id,
+                proof,
+            ),
+            PoStType::Window => verify_window_post::<Tree>(
+                &self.config,
+                &self.randomness,
+                &self.replicas.iter().cloned().collect::<BTreeMap<_, _>>(),
+                self.prover_id,
+                proof,
+            ),
+        })
+    }
+
+    /// [`PostStatement::verify`] as an error when the proof is rejected.
+    pub fn check(&self, proof: &[u8]) -> Result<()> {
+        if !self.verify(proof)? {
+            bail!(
+                "filecoin-proofs' {:?}PoSt verifier rejected the proof (the vanilla proofs do not \
+                 prove this randomness for this miner); no proof is reported",
+                self.config.typ
+            );
+        }
+        Ok(())
+    }
 }
 
 impl VanillaPost<'_> {
@@ -56,20 +103,27 @@ impl VanillaPost<'_> {
             Ok(crate::post_parameters::<Tree>(&config)?.0))
     }
 
-    /// Proves the PoSt with `params` and checks it with filecoin-proofs' verifier: the proof
-    /// bytes (192 a partition), or why there is none.
-    pub fn prove(&self, params: Arc<Parameters>, synthesis_workers: usize) -> Result<Vec<u8>> {
+    /// The vanilla proofs decoded: the partitions' circuits and the statement the proof is
+    /// checked against.
+    pub fn circuits(&self) -> Result<(Vec<AnyPostCircuit>, PostStatement)> {
         let config = self.config()?;
-        crate::with_tree!(Shape::of(self.sector_size)?, Tree =>
-            self.prove_as::<Tree>(&config, params, synthesis_workers))
+        crate::with_tree!(Shape::of(self.sector_size)?, Tree => self.circuits_as::<Tree>(config))
     }
 
-    fn prove_as<Tree: 'static + MerkleTreeTrait>(
+    /// Proves the PoSt with `params` through an engine of its own (CPU backend) and checks it:
+    /// the proof bytes (192 a partition), or why there is none.
+    pub fn prove(&self, params: Arc<Parameters>, synthesis_workers: usize) -> Result<Vec<u8>> {
+        let (circuits, statement) = self.circuits()?;
+        let run = crate::prove_circuits(circuits, params, synthesis_workers)?;
+        let proof = Proof::many_to_bytes(&run.proofs);
+        statement.check(&proof)?;
+        Ok(proof)
+    }
+
+    fn circuits_as<Tree: 'static + MerkleTreeTrait>(
         &self,
-        config: &PoStConfig,
-        params: Arc<Parameters>,
-        synthesis_workers: usize,
-    ) -> Result<Vec<u8>> {
+        config: PoStConfig,
+    ) -> Result<(Vec<AnyPostCircuit>, PostStatement)> {
         let proofs: Vec<FallbackPoStSectorProof<Tree>> = self
             .sector_proofs
             .iter()
@@ -85,10 +139,10 @@ impl VanillaPost<'_> {
             config.sector_count
         );
         let circuits =
-            crate::post_circuits::<Tree>(config, &self.randomness, self.prover_id, &proofs)?;
-        let circuits: Vec<_> = circuits.into_iter().map(|(c, _)| c).collect();
-        let run = crate::prove_circuits(circuits, params, synthesis_workers)?;
-        let proof = Proof::many_to_bytes(&run.proofs);
+            crate::post_circuits::<Tree>(&config, &self.randomness, self.prover_id, &proofs)?
+                .into_iter()
+                .map(|(c, _)| AnyPostCircuit::from(c))
+                .collect();
         let replicas = proofs
             .iter()
             .map(|p| {
@@ -100,30 +154,15 @@ impl VanillaPost<'_> {
                 Ok((p.sector_id, PublicReplicaInfo::new(comm_r)?))
             })
             .collect::<Result<Vec<_>>>()?;
-        let accepted = match self.typ {
-            PoStType::Winning => verify_winning_post::<Tree>(
+        Ok((
+            circuits,
+            PostStatement {
                 config,
-                &self.randomness,
-                &replicas,
-                self.prover_id,
-                &proof,
-            )?,
-            PoStType::Window => verify_window_post::<Tree>(
-                config,
-                &self.randomness,
-                &replicas.into_iter().collect::<BTreeMap<_, _>>(),
-                self.prover_id,
-                &proof,
-            )?,
-        };
-        if !accepted {
-            bail!(
-                "filecoin-proofs' {:?}PoSt verifier rejected the proof (the vanilla proofs do not \
-                 prove this randomness for this miner); no proof is reported",
-                self.typ
-            );
-        }
-        Ok(proof)
+                randomness: self.randomness,
+                prover_id: self.prover_id,
+                replicas,
+            },
+        ))
     }
 }
 

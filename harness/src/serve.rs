@@ -8,8 +8,8 @@ use anyhow::Context;
 use proofline_service::client::{connect, Client};
 use proofline_service::listen::Listen;
 use proofline_service::proto::{
-    await_proof_response, AwaitProofRequest, CancelProofRequest, GetStatusRequest, Priority,
-    SubmitProofRequest,
+    await_proof_response, AwaitProofRequest, CancelProofRequest, GetMetricsRequest,
+    GetStatusRequest, Priority, SubmitProofRequest,
 };
 use proofline_service::prove::ProverOptions;
 use proofline_service::request::Limits;
@@ -36,9 +36,15 @@ pub struct ServeArgs {
     /// The largest gRPC message received or sent.
     #[arg(long = "max-message-size", default_value = "256MiB", value_parser = parse_size)]
     pub max_message_size: u64,
-    /// Synthesis workers per job.
+    /// Partitions synthesized at once (the engine's synthesis workers, shared by every job).
     #[arg(long, default_value = "2", value_parser = parse_pw)]
     pub pw: usize,
+    /// The engine's byte budget for partitions in flight (default: none).
+    #[arg(long = "mem-budget", value_parser = parse_size)]
+    pub mem_budget: Option<u64>,
+    /// Serve `/metrics` (Prometheus' text format) and `/status` (JSON) over HTTP at HOST:PORT.
+    #[arg(long = "metrics-listen")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// Hours a finished job's result is kept.
     #[arg(long = "retention-hours", default_value = "24")]
     pub retention_hours: u64,
@@ -88,10 +94,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         limits: Limits::default(),
         prover: ProverOptions {
             synthesis_workers: args.pw,
+            mem_budget: args.mem_budget,
             load: args.params.load(),
         },
         retention: Duration::from_secs(args.retention_hours.saturating_mul(3600)),
         stop_timeout: Duration::from_secs(args.stop_timeout),
+        metrics_listen: args.metrics_listen,
     };
     // A signal is recorded, not acted on at once: the server stops as its module says.
     let _cooperative = crate::signals::Cooperative::start();
@@ -171,6 +179,8 @@ pub enum ClientCmd {
     },
     /// The server's queues, loaded parameters and totals.
     Status,
+    /// The server's metrics (Prometheus' text format: the stage ledger live, queues, jobs).
+    Metrics,
     /// Cancel a job.
     Cancel {
         /// The job id.
@@ -325,6 +335,15 @@ pub fn client(args: ClientArgs) -> anyhow::Result<()> {
                 for p in &s.loaded_srs {
                     say!("  parameters {}: {} bytes", p.circuit_id, p.size_bytes);
                 }
+                Ok(())
+            }
+            ClientCmd::Metrics => {
+                let m = client
+                    .get_metrics(GetMetricsRequest {})
+                    .await
+                    .map_err(status_error)?
+                    .into_inner();
+                say!("{}", m.prometheus_text.trim_end());
                 Ok(())
             }
             ClientCmd::Cancel { job } => {

@@ -207,7 +207,12 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
     wait_running(&socket);
     server.0.kill().unwrap();
     server.0.wait().unwrap();
-    let mut server = start(&data, &cache, &[]);
+    // Started again with the metrics endpoint on a free loopback port.
+    let metrics_addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let mut server = start(&data, &cache, &["--metrics-listen", &metrics_addr]);
     let restarted_proof = dir.path().join("restarted.bin");
     let o = client(
         &socket,
@@ -474,6 +479,114 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
             assert_eq!(await_done(&mut c, id).await.status, 1);
         }
     });
+
+    // Cancel: a job queued behind a running one, cancelled, never proves.
+    rt().block_on(async {
+        let addr = Listen::Unix(socket.clone());
+        let mut c = connect(&addr, None, 256 << 20).await.unwrap();
+        let running = c
+            .submit_proof(porep_request(&sealed.c1_json, "c1", sealed.sector))
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        let queued = c
+            .submit_proof(porep_request(&sealed.c1_json, "c2", sealed.sector))
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        let r = c
+            .cancel_proof(CancelProofRequest {
+                job_id: queued.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!r.was_running);
+        let r = await_done(&mut c, &queued).await;
+        assert_eq!(r.status, 3, "{r:?}"); // CANCELLED
+        assert!(r.proof.is_empty());
+        assert_eq!(await_done(&mut c, &running).await.status, 1);
+        // Cancelling it again: it has ended.
+        let e = code(c.cancel_proof(CancelProofRequest { job_id: queued }).await);
+        assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+    });
+
+    // Metrics, through GetMetrics and over HTTP: every job counted by kind and outcome, the
+    // ledger's peaks since the restart, and nothing left in it now that the server is idle.
+    let o = client(&socket, &["metrics"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let m = String::from_utf8_lossy(&o.stdout).into_owned();
+    let value = |line: &str| -> f64 {
+        m.lines()
+            .find_map(|l| l.strip_prefix(line).and_then(|v| v.trim().parse().ok()))
+            .unwrap_or_else(|| panic!("no {line} in\n{m}"))
+    };
+    // Since the restart, C2: the crash job, `prove` (the idempotent pair is that job), q1-q3
+    // and c1 completed; the other sector's, the truncated and the altered C1 failed.
+    assert_eq!(
+        value("proofline_jobs_total{kind=\"POREP_SEAL_COMMIT\",outcome=\"completed\"}"),
+        6.0
+    );
+    assert_eq!(
+        value("proofline_jobs_total{kind=\"POREP_SEAL_COMMIT\",outcome=\"failed\"}"),
+        3.0
+    );
+    assert_eq!(
+        value("proofline_jobs_total{kind=\"WINNING_POST\",outcome=\"failed\"}"),
+        3.0
+    );
+    assert_eq!(
+        value("proofline_proof_duration_seconds_count{kind=\"WINNING_POST\"}"),
+        1.0
+    );
+    assert!(value("proofline_ledger_partitions_peak{name=\"synthesizing\"}") >= 1.0);
+    assert!(value("proofline_ledger_host_bytes_peak{name=\"synthesizing\"}") > 0.0);
+    assert!(value("proofline_ledger_resident_bytes_peak{name=\"job_input\"}") > 0.0);
+    assert_eq!(
+        value("proofline_ledger_resident_bytes{name=\"job_input\"}"),
+        0.0
+    );
+    assert_eq!(value("proofline_ledger_total_bytes"), 0.0);
+    for stage in [
+        "synthesizing",
+        "awaiting_accelerator",
+        "on_accelerator",
+        "finalizing",
+    ] {
+        assert_eq!(
+            value(&format!("proofline_ledger_partitions{{name=\"{stage}\"}}")),
+            0.0
+        );
+    }
+    assert!(value("proofline_parameters_bytes") > 0.0);
+    let http = |path: &str| -> String {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&metrics_addr).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    let page = http("/metrics");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(
+        page.contains("proofline_ledger_partitions{name=\"synthesizing\"} 0"),
+        "{page}"
+    );
+    let status = http("/status");
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let body = &status[status.find("\r\n\r\n").unwrap() + 4..];
+    let json: serde_json::Value = serde_json::from_str(body).unwrap();
+    // Six C2, the WinningPoSt and the WindowPoSt; the three C2 and three WinningPoSt twins.
+    assert_eq!(json["completed"], 8, "{json}");
+    assert_eq!(json["failed"], 6, "{json}");
+    assert!(json["ledger"]["stages"]["synthesizing"]["partitions_peak"].as_u64() >= Some(1));
 
     // SIGTERM: the server stops, exits 0 and removes its socket.
     // SAFETY: sending a signal to our own child.

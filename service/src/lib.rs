@@ -3,11 +3,12 @@
 //! `proto/cuzk/v1/proving.proto` without a system `protoc`), the registered proof numbers it
 //! carries ([`registered`]), and the checks a `SubmitProofRequest` passes before a job is
 //! accepted ([`request`]), the durable job store ([`store`]), proving an accepted job
-//! ([`prove`]), where the server listens ([`listen`]), the server ([`server`]) and a client
-//! ([`client`]).
+//! ([`prove`]), its metrics ([`metrics`]), where the server listens ([`listen`]), the server
+//! ([`server`]) and a client ([`client`]).
 
 pub mod client;
 pub mod listen;
+pub mod metrics;
 pub mod prove;
 pub mod registered;
 pub mod request;

@@ -1,19 +1,25 @@
-//! Proving an accepted job: its payload parsed at its turn, its partitions proven through the
-//! engine, the proof checked by filecoin-proofs' verifier before it is reported. Parameters are
-//! loaded once per circuit and kept ([`Prover::loaded`]).
+//! Proving an accepted job: its payload parsed at its turn, its partitions proven by the
+//! server's one engine (one ledger, one byte budget for every job and kind), the proof checked by
+//! filecoin-proofs' verifier before it is reported. Parameters are loaded once per circuit and
+//! kept, prepared on the engine ([`Prover::loaded`]); a job's parsed input is a `job_input`
+//! resident entry of the ledger while it is proven.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use backend_cpu::CpuBackend;
 use filecoin_proofs_api::seal::SealCommitPhase1Output as ApiC1Output;
+use proofline_filecoin::any_circuit::FilecoinCircuit;
 use proofline_filecoin::c1::{check_field_elements, AnyC1};
 use proofline_filecoin::filecoin_proofs::PoStType;
 use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
 use proofline_filecoin::vanilla_post::VanillaPost;
-use proofline_filecoin::variant::SealSpec;
+use proofline_filecoin::variant::{SealSpec, SealVariant};
 use proofline_filecoin::{aggregate, porep, Load};
-use prover_core::{Parameters, Proof};
+use prover_core::accounting::ledger::{ResidentKind, Snapshot};
+use prover_core::runtime::budget::BudgetSize;
+use prover_core::{CpuSynthesizer, Engine, Parameters, PreparedParameters, Proof};
 
 use crate::registered::PostKind;
 use crate::request::{Accepted, Work};
@@ -21,8 +27,10 @@ use crate::request::{Accepted, Work};
 /// How the prover runs jobs.
 #[derive(Debug, Clone, Copy)]
 pub struct ProverOptions {
-    /// Synthesis workers per job.
+    /// Partitions synthesized at once (the engine's synthesis workers).
     pub synthesis_workers: usize,
+    /// The engine's byte budget for partitions in flight (none: unbounded).
+    pub mem_budget: Option<u64>,
     /// How parameter files are read.
     pub load: Load,
 }
@@ -41,35 +49,62 @@ pub struct Proven {
 /// Parameters kept loaded, by circuit id.
 #[derive(Debug, Clone)]
 pub struct LoadedParameters {
-    /// The circuit id (`porep-<size>-<porep id>`).
+    /// The circuit id (`porep-<size>-<porep id>`, or filecoin-proofs' cache id of a PoSt).
     pub circuit_id: String,
     /// Bytes of the points held.
     pub bytes: u64,
 }
 
-/// Proves accepted jobs on the CPU backend.
+/// Proves accepted jobs on the CPU backend, through one engine.
 pub struct Prover {
     options: ProverOptions,
-    params: Mutex<HashMap<String, Arc<Parameters>>>,
+    engine: Engine<FilecoinCircuit, CpuSynthesizer>,
+    prepared: Mutex<HashMap<String, PreparedParameters>>,
+}
+
+fn text(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+fn chain(e: anyhow::Error) -> String {
+    format!("{e:#}")
 }
 
 impl Prover {
-    /// A prover with nothing loaded.
-    pub fn new(options: ProverOptions) -> Self {
-        Prover {
+    /// A prover with its engine started and nothing loaded.
+    pub fn new(options: ProverOptions) -> Result<Self, String> {
+        let engine = Engine::new(
+            prover_core::Config {
+                synthesis_workers: options.synthesis_workers,
+                mem_budget: options.mem_budget.map(BudgetSize::Bytes),
+                ..Default::default()
+            },
+            CpuSynthesizer,
+            Arc::new(CpuBackend),
+            Arc::new(CpuBackend),
+        )
+        .map_err(|e| format!("starting the engine: {e}"))?;
+        Ok(Prover {
             options,
-            params: Mutex::new(HashMap::new()),
-        }
+            engine,
+            prepared: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The engine's ledger now: partitions and bytes per stage and kind, resident entries, and
+    /// their peaks since the server started.
+    pub fn ledger(&self) -> Snapshot {
+        self.engine.ledger().snapshot()
     }
 
     /// The parameters held, by circuit id.
     pub fn loaded(&self) -> Vec<LoadedParameters> {
-        let held = self.params.lock().unwrap_or_else(|e| e.into_inner());
+        let held = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
         let mut out: Vec<LoadedParameters> = held
             .iter()
             .map(|(id, p)| LoadedParameters {
                 circuit_id: id.clone(),
-                bytes: p.heap_bytes() as u64,
+                bytes: p.params().heap_bytes() as u64,
             })
             .collect();
         out.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
@@ -81,7 +116,7 @@ impl Prover {
     pub fn prove(&self, job: &Accepted) -> Result<Proven, String> {
         match &job.work {
             Work::Porep { variant, c1_json } => self.porep(job, *variant, c1_json),
-            Work::SnapDeals { .. } => Err(not_served("SNAP_DEALS_UPDATE")),
+            Work::SnapDeals { .. } => Err("SNAP_DEALS_UPDATE jobs are not served yet".into()),
             Work::Post {
                 kind,
                 randomness,
@@ -105,15 +140,15 @@ impl Prover {
                     prover_id: job.prover_id(),
                     sector_proofs,
                 };
-                let id = post.parameters_id().map_err(|e| format!("{e:#}"))?;
+                let (circuits, statement) = post.circuits().map_err(chain)?;
+                let id = post.parameters_id().map_err(chain)?;
                 let t = Instant::now();
-                let params =
-                    self.parameters(&id, || post.parameters().map_err(|e| format!("{e:#}")))?;
+                let prepared = self.prepared(&id, || post.parameters().map_err(chain))?;
                 let params_ms = t.elapsed().as_millis() as u64;
                 let t = Instant::now();
-                let proof = post
-                    .prove(params, self.options.synthesis_workers)
-                    .map_err(|e| format!("{e:#}"))?;
+                let proofs = self.run(&prepared, circuits.into_iter().map(Into::into))?;
+                let proof = Proof::many_to_bytes(&proofs);
+                statement.check(&proof).map_err(chain)?;
                 Ok(Proven {
                     proof,
                     params_ms,
@@ -126,7 +161,7 @@ impl Prover {
     fn porep(
         &self,
         job: &Accepted,
-        variant: proofline_filecoin::variant::SealVariant,
+        variant: SealVariant,
         c1_json: &[u8],
     ) -> Result<Proven, String> {
         let json: serde_json::Value = serde_json::from_slice(c1_json)
@@ -146,33 +181,35 @@ impl Prover {
             ));
         }
         let c1 = AnyC1::from_wrapped(wrapped).map_err(|e| format!("vanilla_proof: {e:#}"))?;
-        let config = spec.config().map_err(|e| format!("{e:#}"))?;
-        let circuits = porep::circuits(&config, &c1).map_err(|e| format!("{e:#}"))?;
+        // The parsed C1 output, counted while the job is proven.
+        let _input = self
+            .engine
+            .ledger()
+            .resident(ResidentKind::JobInput, c1.parsed_bytes());
+        let config = spec.config().map_err(chain)?;
+        let circuits = porep::circuits(&config, &c1).map_err(chain)?;
         let id = format!(
             "porep-{}-{}",
             spec.sector_size,
             porep::to_hex(&spec.porep_id)
         );
         let t = Instant::now();
-        let params = self.parameters(&id, || {
+        let prepared = self.prepared(&id, || {
             porep::parameters_for(&config, self.options.load, &())
                 .map(|c| c.params)
-                .map_err(|e| format!("{e:#}"))
+                .map_err(chain)
         })?;
         let params_ms = t.elapsed().as_millis() as u64;
         let t = Instant::now();
-        let circuits: Vec<_> = circuits.into_iter().map(|(c, _)| c).collect();
-        let run =
-            proofline_filecoin::prove_circuits(circuits, params, self.options.synthesis_workers)
-                .map_err(|e| format!("{e:#}"))?;
+        let proofs = self.run(&prepared, circuits.into_iter().map(|(c, _)| c.into()))?;
         let prove_ms = t.elapsed().as_millis() as u64;
         let proof = aggregate::seal_proof(
             &config,
             c1.comm_r(),
             c1.seed(),
-            Proof::many_to_bytes(&run.proofs),
+            Proof::many_to_bytes(&proofs),
         )
-        .map_err(|e| format!("{e:#}"))?;
+        .map_err(chain)?;
         let statement = porep::SealStatement::of(&config, &c1, job.prover_id(), job.sector_number);
         match statement.verify(&proof) {
             Ok(true) => Ok(Proven {
@@ -189,29 +226,37 @@ impl Prover {
         }
     }
 
-    /// The parameters of `id`, loaded by `load` the first time.
-    fn parameters(
+    /// One job's partitions through the engine.
+    fn run(
+        &self,
+        prepared: &PreparedParameters,
+        circuits: impl Iterator<Item = FilecoinCircuit>,
+    ) -> Result<Vec<Proof>, String> {
+        self.engine
+            .submit(prepared, circuits.collect(), &mut rand::thread_rng())
+            .and_then(|job| job.wait())
+            .map_err(text)
+    }
+
+    /// The parameters of `id` prepared on the engine, loaded by `load` the first time.
+    fn prepared(
         &self,
         id: &str,
         load: impl FnOnce() -> Result<Parameters, String>,
-    ) -> Result<Arc<Parameters>, String> {
+    ) -> Result<PreparedParameters, String> {
         if let Some(p) = self
-            .params
+            .prepared
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(id)
         {
             return Ok(p.clone());
         }
-        let params = Arc::new(load()?);
-        self.params
+        let prepared = self.engine.prepare(Arc::new(load()?)).map_err(text)?;
+        self.prepared
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id.to_string(), params.clone());
-        Ok(params)
+            .insert(id.to_string(), prepared.clone());
+        Ok(prepared)
     }
-}
-
-fn not_served(kind: &str) -> String {
-    format!("{kind} jobs are not served yet")
 }

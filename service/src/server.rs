@@ -18,6 +18,7 @@ use prost::Message;
 use tonic::{Request, Response, Status};
 
 use crate::listen::{bind_unix, Listen};
+use crate::metrics::{Metrics, Scrape};
 use crate::proto::proving_engine_server::{ProvingEngine, ProvingEngineServer};
 use crate::proto::{
     await_proof_response, AwaitProofRequest, AwaitProofResponse, CancelProofRequest,
@@ -30,6 +31,7 @@ use crate::request::{check, Limits};
 use crate::store::{
     now_ms, Cancelled, JobRecord, JobState, JobStore, NewJob, Outcome, SqliteStore, Submitted,
 };
+use prover_core::accounting::ledger::Stage;
 
 /// How the server runs.
 #[derive(Debug, Clone)]
@@ -50,6 +52,8 @@ pub struct ServeOptions {
     pub retention: Duration,
     /// How long a stop waits for the running job.
     pub stop_timeout: Duration,
+    /// Where to serve `/metrics` and `/status` over HTTP, if anywhere.
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// A failure to start or run the server.
@@ -64,6 +68,9 @@ pub enum ServeError {
     /// The gRPC transport.
     #[error("gRPC transport: {0}")]
     Transport(#[from] tonic::transport::Error),
+    /// The engine.
+    #[error("{0}")]
+    Engine(String),
 }
 
 /// What the RPCs and the worker share.
@@ -80,6 +87,7 @@ struct Shared {
     running: Mutex<Option<(String, String)>>,
     completed: AtomicU64,
     failed: AtomicU64,
+    metrics: Metrics,
 }
 
 fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -91,6 +99,69 @@ fn internal(e: impl std::fmt::Display) -> Status {
 }
 
 impl Shared {
+    /// The metrics' text exposition now.
+    fn metrics_text(&self) -> Result<String, String> {
+        let queued = self.store().queued().map_err(|e| e.to_string())?;
+        let running = lock(&self.running).clone().map(|(_, kind)| kind);
+        let ledger = self.prover.ledger();
+        Ok(self.metrics.render(&Scrape {
+            ledger: &ledger,
+            queued: &queued,
+            running: running.as_deref(),
+            parameters_bytes: self.prover.loaded().iter().map(|p| p.bytes).sum(),
+            uptime_seconds: self.started.elapsed().as_secs(),
+        }))
+    }
+
+    /// The server's state as JSON (`/status`).
+    fn status_json(&self) -> Result<serde_json::Value, String> {
+        let queued = self.store().queued().map_err(|e| e.to_string())?;
+        let running = lock(&self.running).clone();
+        let l = self.prover.ledger();
+        let stages: serde_json::Map<String, serde_json::Value> = Stage::ALL
+            .iter()
+            .map(|&st| {
+                let u = l.stage(st);
+                (
+                    st.name().to_string(),
+                    serde_json::json!({
+                        "partitions": u.count.live,
+                        "partitions_peak": u.count.peak,
+                        "host_bytes": u.bytes.live,
+                        "host_bytes_peak": u.bytes.peak,
+                        "device_bytes": l.stage_device(st).live,
+                        "device_bytes_peak": l.stage_device(st).peak,
+                    }),
+                )
+            })
+            .collect();
+        Ok(serde_json::json!({
+            "uptime_seconds": self.started.elapsed().as_secs(),
+            "completed": self.completed.load(Ordering::Relaxed),
+            "failed": self.failed.load(Ordering::Relaxed),
+            "running": running.map(|(id, kind)| serde_json::json!({"job_id": id, "kind": kind})),
+            "queued": queued
+                .iter()
+                .map(|(kind, priority, n)| serde_json::json!({
+                    "kind": kind, "priority": priority, "jobs": n
+                }))
+                .collect::<Vec<_>>(),
+            "parameters": self
+                .prover
+                .loaded()
+                .iter()
+                .map(|p| serde_json::json!({"circuit_id": p.circuit_id, "bytes": p.bytes}))
+                .collect::<Vec<_>>(),
+            "ledger": {
+                "stages": stages,
+                "total_bytes": l.total_bytes.live,
+                "total_bytes_peak": l.total_bytes.peak,
+                "device_bytes": l.device_bytes.live,
+                "device_bytes_peak": l.device_bytes.peak,
+            },
+        }))
+    }
+
     fn store(&self) -> MutexGuard<'_, Box<dyn JobStore>> {
         lock(&self.store)
     }
@@ -332,9 +403,14 @@ impl ProvingEngine for Service {
         &self,
         _request: Request<GetMetricsRequest>,
     ) -> Result<Response<GetMetricsResponse>, Status> {
-        Err(Status::unimplemented(
-            "GetMetrics is not built yet in this version; GetStatus reports the queues",
-        ))
+        let shared = self.0.clone();
+        let text = tokio::task::spawn_blocking(move || shared.metrics_text())
+            .await
+            .map_err(internal)?
+            .map_err(Status::internal)?;
+        Ok(Response::new(GetMetricsResponse {
+            prometheus_text: text,
+        }))
     }
 
     async fn preload_srs(
@@ -411,16 +487,20 @@ fn worker(shared: Arc<Shared>, retention: Duration) {
             }
         };
         *lock(&shared.running) = Some((job.id.clone(), job.kind.clone()));
+        let started = Instant::now();
         let outcome = run_job(&shared, &job);
         let ok = matches!(outcome, Outcome::Completed(_));
         match shared.store().finish(&job.id, outcome) {
             Ok(true) => {
-                let n = if ok {
-                    &shared.completed
+                let (n, name) = if ok {
+                    (&shared.completed, "completed")
                 } else {
-                    &shared.failed
+                    (&shared.failed, "failed")
                 };
                 n.fetch_add(1, Ordering::Relaxed);
+                shared
+                    .metrics
+                    .ended(&job.kind, name, started.elapsed().as_secs_f64());
             }
             Ok(false) => {} // cancelled while it ran: the result is discarded
             Err(e) => eprintln!("error: recording job {}: {e}", job.id),
@@ -453,6 +533,59 @@ fn run_job(shared: &Shared, job: &JobRecord) -> Outcome {
     }
 }
 
+/// `/metrics` (Prometheus' text format) and `/status` (JSON) over HTTP.
+fn http_routes(shared: Arc<Shared>) -> axum::Router {
+    use axum::http::{header, StatusCode};
+    use axum::routing::get;
+    let metrics = {
+        let shared = shared.clone();
+        move || {
+            let shared = shared.clone();
+            async move {
+                match tokio::task::spawn_blocking(move || shared.metrics_text()).await {
+                    Ok(Ok(text)) => (
+                        StatusCode::OK,
+                        [(
+                            header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        text,
+                    ),
+                    Ok(Err(e)) => (
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                        e,
+                    ),
+                    Err(e) => (
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                        e.to_string(),
+                    ),
+                }
+            }
+        }
+    };
+    let status = move || {
+        let shared = shared.clone();
+        async move {
+            match tokio::task::spawn_blocking(move || shared.status_json()).await {
+                Ok(Ok(v)) => (StatusCode::OK, axum::Json(v)),
+                Ok(Err(e)) => (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    axum::Json(serde_json::json!({ "error": e })),
+                ),
+                Err(e) => (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    axum::Json(serde_json::json!({ "error": e.to_string() })),
+                ),
+            }
+        }
+    };
+    axum::Router::new()
+        .route("/metrics", get(metrics))
+        .route("/status", get(status))
+}
+
 /// Runs the server until `stop` resolves.
 pub async fn serve(
     options: ServeOptions,
@@ -465,7 +598,7 @@ pub async fn serve(
     }
     let shared = Arc::new(Shared {
         store: Mutex::new(Box::new(store)),
-        prover: Prover::new(options.prover),
+        prover: Prover::new(options.prover).map_err(ServeError::Engine)?,
         limits: options.limits,
         started: Instant::now(),
         wake: (Mutex::new(()), Condvar::new()),
@@ -474,6 +607,7 @@ pub async fn serve(
         running: Mutex::new(None),
         completed: AtomicU64::new(0),
         failed: AtomicU64::new(0),
+        metrics: Metrics::default(),
     });
     let auth = Auth(options.auth_token.as_deref().map(Arc::from));
     let svc = ProvingEngineServer::new(Service(shared.clone()))
@@ -502,6 +636,18 @@ pub async fn serve(
             .spawn(move || worker(shared, retention))
             .map_err(|e| ServeError::Listen(format!("starting the worker: {e}")))?
     };
+    if let Some(addr) = options.metrics_listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| ServeError::Listen(format!("binding the metrics address {addr}: {e}")))?;
+        let app = http_routes(shared.clone());
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                eprintln!("error: the metrics endpoint stopped: {e}");
+            }
+        });
+        eprintln!("proofline serve: metrics on http://{addr}/metrics and /status");
+    }
     eprintln!("proofline serve: listening on {}", options.listen);
     let served = match bound {
         Bound::Unix(l) => {

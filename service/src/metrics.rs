@@ -1,0 +1,257 @@
+//! The server's metrics in Prometheus' text format (`GetMetrics`, and `/metrics` over HTTP):
+//! the engine's stage ledger live (partitions and bytes per stage, host and device, buffers per
+//! kind, resident entries, each with its peak since the server started), the queue per kind and
+//! priority, jobs ended per kind and outcome, proof durations per kind, and the parameters held.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use prover_core::accounting::ledger::{BufferKind, ResidentKind, Snapshot, Stage};
+
+/// A job's kind and how it ended.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Ended {
+    kind: String,
+    outcome: String,
+}
+
+/// A proof kind.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Kind {
+    kind: String,
+}
+
+/// A proof kind and a priority.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Queue {
+    kind: String,
+    priority: String,
+}
+
+/// One label: a stage, a buffer kind or a resident kind.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Named {
+    name: String,
+}
+
+fn histogram() -> Histogram {
+    // 0.25 s to about 68 minutes, doubling.
+    Histogram::new(exponential_buckets(0.25, 2.0, 15))
+}
+
+/// The counters and histograms kept for the server's life; the rest is read at each scrape.
+pub struct Metrics {
+    ended: Family<Ended, Counter>,
+    durations: Family<Kind, Histogram, fn() -> Histogram>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            ended: Family::default(),
+            durations: Family::new_with_constructor(histogram as fn() -> Histogram),
+        }
+    }
+}
+
+/// What a scrape reads besides the kept metrics.
+pub struct Scrape<'a> {
+    /// The engine's ledger.
+    pub ledger: &'a Snapshot,
+    /// Queued jobs: kind, priority (1 to 4), count.
+    pub queued: &'a [(String, i32, u64)],
+    /// The kind of the job running, if any.
+    pub running: Option<&'a str>,
+    /// Bytes of the parameters held.
+    pub parameters_bytes: u64,
+    /// Seconds since the server started.
+    pub uptime_seconds: u64,
+}
+
+fn priority_name(p: i32) -> String {
+    match p {
+        1 => "low".into(),
+        2 => "normal".into(),
+        3 => "high".into(),
+        4 => "critical".into(),
+        other => other.to_string(),
+    }
+}
+
+fn gauge_family(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    values: impl IntoIterator<Item = (String, u64)>,
+) {
+    let family = Family::<Named, Gauge>::default();
+    for (label, v) in values {
+        family
+            .get_or_create(&Named { name: label })
+            .set(i64::try_from(v).unwrap_or(i64::MAX));
+    }
+    registry.register(name, help, family);
+}
+
+fn gauge(registry: &mut Registry, name: &str, help: &str, v: u64) {
+    let g = Gauge::<i64>::default();
+    g.set(i64::try_from(v).unwrap_or(i64::MAX));
+    registry.register(name, help, g);
+}
+
+impl Metrics {
+    /// Counts a job that ended: `outcome` is `completed` or `failed`.
+    pub fn ended(&self, kind: &str, outcome: &str, seconds: f64) {
+        self.ended
+            .get_or_create(&Ended {
+                kind: kind.into(),
+                outcome: outcome.into(),
+            })
+            .inc();
+        if outcome == "completed" {
+            self.durations
+                .get_or_create(&Kind { kind: kind.into() })
+                .observe(seconds);
+        }
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self, s: &Scrape<'_>) -> String {
+        let mut r = Registry::default();
+        let l = s.ledger;
+        let stages = || Stage::ALL.iter().map(|&st| (st.name().to_string(), st));
+        gauge_family(
+            &mut r,
+            "proofline_ledger_partitions",
+            "Partitions in each stage now",
+            stages().map(|(n, st)| (n, l.stage(st).count.live)),
+        );
+        gauge_family(
+            &mut r,
+            "proofline_ledger_partitions_peak",
+            "Most partitions in each stage at once since the server started",
+            stages().map(|(n, st)| (n, l.stage(st).count.peak)),
+        );
+        gauge_family(
+            &mut r,
+            "proofline_ledger_host_bytes",
+            "Host bytes of the large buffers held by partitions in each stage now",
+            stages().map(|(n, st)| (n, l.stage(st).bytes.live)),
+        );
+        gauge_family(
+            &mut r,
+            "proofline_ledger_host_bytes_peak",
+            "Most host bytes held in each stage at once since the server started",
+            stages().map(|(n, st)| (n, l.stage(st).bytes.peak)),
+        );
+        gauge_family(
+            &mut r,
+            "proofline_ledger_device_bytes",
+            "Device bytes held by partitions in each stage now",
+            stages().map(|(n, st)| (n, l.stage_device(st).live)),
+        );
+        gauge_family(
+            &mut r,
+            "proofline_ledger_device_bytes_peak",
+            "Most device bytes held in each stage at once since the server started",
+            stages().map(|(n, st)| (n, l.stage_device(st).peak)),
+        );
+        let kinds = || BufferKind::ALL.iter().map(|&k| (k.name().to_string(), k));
+        gauge_family(
+            &mut r,
+            "proofline_ledger_buffers",
+            "Large buffers of each kind held now",
+            kinds().map(|(n, k)| (n, l.kind(k).count.live)),
+        );
+        gauge_family(
+            &mut r,
+            "proofline_ledger_buffer_bytes",
+            "Bytes of the large buffers of each kind held now",
+            kinds().map(|(n, k)| (n, l.kind(k).bytes.live)),
+        );
+        gauge_family(
+            &mut r,
+            "proofline_ledger_buffer_bytes_peak",
+            "Most bytes of each kind held at once since the server started",
+            kinds().map(|(n, k)| (n, l.kind(k).bytes.peak)),
+        );
+        let residents = || ResidentKind::ALL.iter().map(|&k| (k.name().to_string(), k));
+        gauge_family(
+            &mut r,
+            "proofline_ledger_resident_bytes",
+            "Bytes of the resident entries of each kind (device bases, job inputs, ...) now",
+            residents().map(|(n, k)| (n, l.resident(k).bytes.live)),
+        );
+        gauge_family(
+            &mut r,
+            "proofline_ledger_resident_bytes_peak",
+            "Most bytes of the resident entries of each kind since the server started",
+            residents().map(|(n, k)| (n, l.resident(k).bytes.peak)),
+        );
+        gauge(
+            &mut r,
+            "proofline_ledger_total_bytes",
+            "Host bytes of every partition's large buffers now",
+            l.total_bytes.live,
+        );
+        gauge(
+            &mut r,
+            "proofline_ledger_total_bytes_peak",
+            "Most host bytes of partitions' large buffers at once since the server started",
+            l.total_bytes.peak,
+        );
+        let queue = Family::<Queue, Gauge>::default();
+        for (kind, priority, n) in s.queued {
+            queue
+                .get_or_create(&Queue {
+                    kind: kind.clone(),
+                    priority: priority_name(*priority),
+                })
+                .set(i64::try_from(*n).unwrap_or(i64::MAX));
+        }
+        r.register(
+            "proofline_queue_depth",
+            "Jobs queued, per kind and priority",
+            queue,
+        );
+        let running = Family::<Kind, Gauge>::default();
+        if let Some(kind) = s.running {
+            running.get_or_create(&Kind { kind: kind.into() }).set(1);
+        }
+        r.register(
+            "proofline_jobs_running",
+            "Jobs being proven, per kind",
+            running,
+        );
+        r.register(
+            "proofline_jobs",
+            "Jobs ended since the server started, per kind and outcome",
+            self.ended.clone(),
+        );
+        r.register(
+            "proofline_proof_duration_seconds",
+            "Seconds from a job's claim to its checked proof, per kind",
+            self.durations.clone(),
+        );
+        gauge(
+            &mut r,
+            "proofline_parameters_bytes",
+            "Bytes of the parameters held loaded",
+            s.parameters_bytes,
+        );
+        gauge(
+            &mut r,
+            "proofline_uptime_seconds",
+            "Seconds since the server started",
+            s.uptime_seconds,
+        );
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &r);
+        out
+    }
+}
