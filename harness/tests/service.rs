@@ -541,11 +541,11 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         value("proofline_proof_duration_seconds_count{kind=\"WINNING_POST\"}"),
         1.0
     );
-    assert!(value("proofline_ledger_partitions_peak{name=\"synthesizing\"}") >= 1.0);
-    assert!(value("proofline_ledger_host_bytes_peak{name=\"synthesizing\"}") > 0.0);
-    assert!(value("proofline_ledger_resident_bytes_peak{name=\"job_input\"}") > 0.0);
+    assert!(value("proofline_ledger_partitions_peak{stage=\"synthesizing\"}") >= 1.0);
+    assert!(value("proofline_ledger_host_bytes_peak{stage=\"synthesizing\"}") > 0.0);
+    assert!(value("proofline_ledger_resident_bytes_peak{kind=\"job_input\"}") > 0.0);
     assert_eq!(
-        value("proofline_ledger_resident_bytes{name=\"job_input\"}"),
+        value("proofline_ledger_resident_bytes{kind=\"job_input\"}"),
         0.0
     );
     assert_eq!(value("proofline_ledger_total_bytes"), 0.0);
@@ -556,7 +556,7 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         "finalizing",
     ] {
         assert_eq!(
-            value(&format!("proofline_ledger_partitions{{name=\"{stage}\"}}")),
+            value(&format!("proofline_ledger_partitions{{stage=\"{stage}\"}}")),
             0.0
         );
     }
@@ -576,7 +576,7 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
     let page = http("/metrics");
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert!(
-        page.contains("proofline_ledger_partitions{name=\"synthesizing\"} 0"),
+        page.contains("proofline_ledger_partitions{stage=\"synthesizing\"} 0"),
         "{page}"
     );
     let status = http("/status");

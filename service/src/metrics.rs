@@ -32,10 +32,10 @@ struct Queue {
     priority: String,
 }
 
-/// One label: a stage, a buffer kind or a resident kind.
+/// A partition stage.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct Named {
-    name: String,
+struct StageLabel {
+    stage: String,
 }
 
 fn histogram() -> Histogram {
@@ -82,16 +82,18 @@ fn priority_name(p: i32) -> String {
     }
 }
 
-fn gauge_family(
+fn gauge_family<L>(
     registry: &mut Registry,
     name: &str,
     help: &str,
-    values: impl IntoIterator<Item = (String, u64)>,
-) {
-    let family = Family::<Named, Gauge>::default();
+    values: impl IntoIterator<Item = (L, u64)>,
+) where
+    L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static,
+{
+    let family = Family::<L, Gauge>::default();
     for (label, v) in values {
         family
-            .get_or_create(&Named { name: label })
+            .get_or_create(&label)
             .set(i64::try_from(v).unwrap_or(i64::MAX));
     }
     registry.register(name, help, family);
@@ -123,7 +125,14 @@ impl Metrics {
     pub fn render(&self, s: &Scrape<'_>) -> String {
         let mut r = Registry::default();
         let l = s.ledger;
-        let stages = || Stage::ALL.iter().map(|&st| (st.name().to_string(), st));
+        let stages = || {
+            Stage::ALL.iter().map(|&st| {
+                let label = StageLabel {
+                    stage: st.name().into(),
+                };
+                (label, st)
+            })
+        };
         gauge_family(
             &mut r,
             "proofline_ledger_partitions",
@@ -160,7 +169,16 @@ impl Metrics {
             "Most device bytes held in each stage at once since the server started",
             stages().map(|(n, st)| (n, l.stage_device(st).peak)),
         );
-        let kinds = || BufferKind::ALL.iter().map(|&k| (k.name().to_string(), k));
+        let kinds = || {
+            BufferKind::ALL.iter().map(|&k| {
+                (
+                    Kind {
+                        kind: k.name().into(),
+                    },
+                    k,
+                )
+            })
+        };
         gauge_family(
             &mut r,
             "proofline_ledger_buffers",
@@ -179,7 +197,16 @@ impl Metrics {
             "Most bytes of each kind held at once since the server started",
             kinds().map(|(n, k)| (n, l.kind(k).bytes.peak)),
         );
-        let residents = || ResidentKind::ALL.iter().map(|&k| (k.name().to_string(), k));
+        let residents = || {
+            ResidentKind::ALL.iter().map(|&k| {
+                (
+                    Kind {
+                        kind: k.name().into(),
+                    },
+                    k,
+                )
+            })
+        };
         gauge_family(
             &mut r,
             "proofline_ledger_resident_bytes",

@@ -42,7 +42,7 @@ commands run by the proofline binary:
        cargo xtask synthetic --backend cuda [--partitions N]
        cargo xtask report DIR
        cargo xtask serve --data-dir DIR [--listen unix:///PATH|HOST:PORT]
-       cargo xtask client --connect ADDR submit|await|prove|status|cancel ...
+       cargo xtask client --connect ADDR submit|await|prove|status|metrics|cancel ...
 commands of the xtask:
        cargo xtask bench-tables [--check]
        cargo xtask record-criterion --table ID --out docs/records/FILE.jsonl [--filter TEXT]";
