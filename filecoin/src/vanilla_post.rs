@@ -3,7 +3,6 @@
 //! statement filecoin-proofs' verifier checks the proof against before it is returned.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context, Result};
 use bincode::Options;
@@ -12,7 +11,7 @@ use filecoin_proofs::{
     verify_window_post, verify_winning_post, ChallengeSeed, FallbackPoStSectorProof, PoStConfig,
     PoStType, ProverId, PublicReplicaInfo,
 };
-use prover_core::{Parameters, Proof};
+use prover_core::Parameters;
 use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::sector::SectorId;
@@ -108,16 +107,6 @@ impl VanillaPost<'_> {
     pub fn circuits(&self) -> Result<(Vec<AnyPostCircuit>, PostStatement)> {
         let config = self.config()?;
         crate::with_tree!(Shape::of(self.sector_size)?, Tree => self.circuits_as::<Tree>(config))
-    }
-
-    /// Proves the PoSt with `params` through an engine of its own (CPU backend) and checks it:
-    /// the proof bytes (192 a partition), or why there is none.
-    pub fn prove(&self, params: Arc<Parameters>, synthesis_workers: usize) -> Result<Vec<u8>> {
-        let (circuits, statement) = self.circuits()?;
-        let run = crate::prove_circuits(circuits, params, synthesis_workers)?;
-        let proof = Proof::many_to_bytes(&run.proofs);
-        statement.check(&proof)?;
-        Ok(proof)
     }
 
     fn circuits_as<Tree: 'static + MerkleTreeTrait>(

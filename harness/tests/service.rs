@@ -327,20 +327,12 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         // A truncated C1 output inside a well-formed envelope: accepted, then FAILED with the
         // reason (its JSON is parsed at its turn), never COMPLETED.
         let truncated = &sealed.c1_json[..sealed.c1_json.len() / 2];
-        let job = c
-            .submit_proof(porep_request(truncated, "t1", sealed.sector))
-            .await
-            .unwrap()
-            .into_inner()
-            .job_id;
-        let r = c
-            .await_proof(AwaitProofRequest {
-                job_id: job,
-                timeout_ms: 120_000,
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let r = submit_and_await(
+            &mut c,
+            porep_request(truncated, "t1", sealed.sector),
+            120_000,
+        )
+        .await;
         assert_eq!(r.status, 2, "{r:?}"); // FAILED
         assert!(r.proof.is_empty());
         assert!(
@@ -353,20 +345,12 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         let first = altered["seed"][0].as_u64().unwrap();
         altered["seed"][0] = serde_json::json!(first ^ 1);
         let altered = serde_json::to_vec(&altered).unwrap();
-        let job = c
-            .submit_proof(porep_request(&altered, "t2", sealed.sector))
-            .await
-            .unwrap()
-            .into_inner()
-            .job_id;
-        let r = c
-            .await_proof(AwaitProofRequest {
-                job_id: job,
-                timeout_ms: 120_000,
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let r = submit_and_await(
+            &mut c,
+            porep_request(&altered, "t2", sealed.sector),
+            120_000,
+        )
+        .await;
         assert_eq!(r.status, 2, "{r:?}");
         assert!(r.proof.is_empty());
         // Unknown job ids.
@@ -470,8 +454,7 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
             ),
             ("w4", other_randomness),
         ] {
-            let job = c.submit_proof(request).await.unwrap().into_inner().job_id;
-            let r = await_done(&mut c, &job).await;
+            let r = submit_and_await(&mut c, request, 300_000).await;
             assert_eq!(r.status, 2, "{id}: {r:?}"); // FAILED
             assert!(r.proof.is_empty());
         }
@@ -608,6 +591,19 @@ async fn await_done(
     .await
     .unwrap()
     .into_inner()
+}
+
+/// Submits `request` and waits for its job to end (at most `timeout_ms`).
+async fn submit_and_await(
+    c: &mut proofline_service::client::Client,
+    request: SubmitProofRequest,
+    timeout_ms: u64,
+) -> proofline_service::proto::AwaitProofResponse {
+    let job_id = c.submit_proof(request).await.unwrap().into_inner().job_id;
+    c.await_proof(AwaitProofRequest { job_id, timeout_ms })
+        .await
+        .unwrap()
+        .into_inner()
 }
 
 /// Two 2 KiB sectors sealed for [`MINER`] and their vanilla proofs for one randomness, bincode
