@@ -78,6 +78,14 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// `proofline serve`: runs until SIGTERM or SIGINT, then stops as the server's module says.
 pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.max_message_size > 0,
+        "--max-message-size 0 would refuse every call"
+    );
+    anyhow::ensure!(
+        args.mem_budget != Some(0),
+        "--mem-budget 0 cannot hold any partition"
+    );
     let listen = args
         .listen
         .clone()

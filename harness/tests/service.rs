@@ -724,6 +724,18 @@ fn the_socket_path_and_the_token_are_checked() {
     assert!(!o.status.success());
     assert!(text(&o).contains("is a directory"), "{}", text(&o));
     assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    // Sizes of zero: refused at start, naming the option.
+    for (option, value) in [("--mem-budget", "0"), ("--max-message-size", "0")] {
+        let o = bin()
+            .args(["serve", "--data-dir"])
+            .arg(dir.path().join("zero"))
+            .args([option, value])
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{option} {value}");
+        assert!(text(&o).contains(option), "{}", text(&o));
+        assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    }
     // With a token: a call without it, or with another, is UNAUTHENTICATED; with it, answered.
     let data = dir.path().join("with-token");
     let token = dir.path().join("token");
