@@ -17,6 +17,7 @@ pub mod profile;
 pub mod records;
 pub mod report;
 pub mod serve;
+pub mod serve_config;
 pub mod signals;
 pub mod snap;
 pub mod sweep;

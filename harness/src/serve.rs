@@ -8,53 +8,132 @@ use anyhow::Context;
 use proofline_service::client::{connect, Client};
 use proofline_service::listen::Listen;
 use proofline_service::proto::{
-    await_proof_response, AwaitProofRequest, CancelProofRequest, GetMetricsRequest,
-    GetStatusRequest, Priority, SubmitProofRequest,
+    await_proof_response, AwaitProofRequest, CancelProofRequest, EvictSrsRequest,
+    GetMetricsRequest, GetStatusRequest, PreloadSrsRequest, Priority, SubmitProofRequest,
 };
 use proofline_service::prove::ProverOptions;
 use proofline_service::request::Limits;
 use proofline_service::server::{serve as run_server, ServeOptions};
 
+use crate::backend::{open_backend, BackendOptions};
 use crate::commands::ParamsLoad;
+use crate::config::BackendKind;
+use crate::serve_config::{ServeFile, ServeFlags, ServeSettings};
 use crate::units::{parse_pw, parse_size};
 use crate::{say, tell};
 
-/// `proofline serve`'s options.
+/// `proofline serve`'s options. Each may instead be set in the `--config` file (the flag's
+/// name without its dashes as the key); a flag given overrides the file.
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
+    /// A TOML file of settings (`data-dir = "/var/lib/proofline"`, `mem-budget = "64GiB"`, ...).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Where to listen: unix:///PATH (the default, `<data-dir>/proofline.sock`, created
     /// owner-only) or HOST:PORT (TCP).
     #[arg(long)]
     pub listen: Option<Listen>,
-    /// The job store's directory (jobs.sqlite and the queued payloads).
+    /// The job store's directory (jobs.sqlite and the queued payloads); required, here or in
+    /// the config file.
     #[arg(long = "data-dir")]
-    pub data_dir: PathBuf,
+    pub data_dir: Option<PathBuf>,
     /// A file holding the bearer token every call must carry (Curio sends none: with Curio,
     /// listen on the socket or a private address instead).
     #[arg(long = "auth-token-file")]
     pub auth_token_file: Option<PathBuf>,
-    /// The largest gRPC message received or sent.
-    #[arg(long = "max-message-size", default_value = "256MiB", value_parser = parse_size)]
-    pub max_message_size: u64,
-    /// Partitions synthesized at once (the engine's synthesis workers, shared by every job).
-    #[arg(long, default_value = "2", value_parser = parse_pw)]
-    pub pw: usize,
+    /// The largest gRPC message received or sent [default: 256MiB].
+    #[arg(long = "max-message-size", value_parser = parse_size)]
+    pub max_message_size: Option<u64>,
+    /// Partitions synthesized at once (the engine's synthesis workers, shared by every job)
+    /// [default: 2].
+    #[arg(long, value_parser = parse_pw)]
+    pub pw: Option<usize>,
+    /// Jobs proven at once: their partitions share the engine, the more urgent job's taken
+    /// first at each partition boundary [default: 2].
+    #[arg(long = "concurrent-jobs", value_parser = parse_pw)]
+    pub concurrent_jobs: Option<usize>,
     /// The engine's byte budget for partitions in flight (default: none).
     #[arg(long = "mem-budget", value_parser = parse_size)]
     pub mem_budget: Option<u64>,
+    /// Bytes of parameters kept loaded at most: loading another set lets the least recently
+    /// used go (default: every set loaded stays until EvictSRS).
+    #[arg(long = "params-budget", value_parser = parse_size)]
+    pub params_budget: Option<u64>,
+    /// Jobs queued at most: a new job beyond it is RESOURCE_EXHAUSTED (default: no limit).
+    #[arg(long = "max-queued")]
+    pub max_queued: Option<u64>,
     /// Serve `/metrics` (Prometheus' text format) and `/status` (JSON) over HTTP at HOST:PORT.
     #[arg(long = "metrics-listen")]
     pub metrics_listen: Option<std::net::SocketAddr>,
-    /// Hours a finished job's result is kept.
-    #[arg(long = "retention-hours", default_value = "24")]
-    pub retention_hours: u64,
-    /// Seconds a stop (SIGTERM, SIGINT) waits for the running job before leaving it to the
-    /// next start.
-    #[arg(long = "stop-timeout", default_value = "300")]
-    pub stop_timeout: u64,
+    /// Hours a finished job's result is kept [default: 24].
+    #[arg(long = "retention-hours")]
+    pub retention_hours: Option<u64>,
+    /// Seconds a stop (SIGTERM, SIGINT) waits for the running jobs before leaving them to the
+    /// next start [default: 300].
+    #[arg(long = "stop-timeout")]
+    pub stop_timeout: Option<u64>,
+    /// Where parameter files are (default: FIL_PROOFS_PARAMETER_CACHE, else
+    /// /var/tmp/filecoin-proof-parameters).
+    #[arg(long = "parameter-cache")]
+    pub parameter_cache: Option<PathBuf>,
     /// How parameter files are read.
     #[command(flatten)]
     pub params: ParamsLoad,
+    /// Compute backend: cpu, cuda or opencl [default: cpu].
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendKind>,
+    /// Devices to use, as ordinals of the backend's device list (comma list; cuda/opencl
+    /// only; default: the first).
+    #[arg(long, value_delimiter = ',')]
+    pub gpus: Vec<usize>,
+    /// Accelerator workers per device [default: 1].
+    #[arg(long = "gpu-workers", value_parser = parse_pw)]
+    pub gpu_workers: Option<usize>,
+    /// OpenCL devices: `PLATFORM[:N]` (opencl only; default: every GPU, else every device).
+    #[arg(long = "opencl-device")]
+    pub opencl_device: Option<String>,
+    /// Caps the device memory the GPU backend uses per device (cuda/opencl only).
+    #[arg(long = "gpu-mem-limit", value_parser = parse_size)]
+    pub gpu_mem_limit: Option<u64>,
+}
+
+impl ServeArgs {
+    /// The settings: these flags over the config file over the defaults.
+    pub fn settings(self) -> anyhow::Result<ServeSettings> {
+        let file = match &self.config {
+            Some(path) => ServeFile::read(path)?,
+            None => ServeFile::default(),
+        };
+        ServeSettings::resolve(
+            ServeFlags {
+                listen: self.listen,
+                data_dir: self.data_dir,
+                auth_token_file: self.auth_token_file,
+                max_message_size: self.max_message_size,
+                pw: self.pw,
+                concurrent_jobs: self.concurrent_jobs,
+                mem_budget: self.mem_budget,
+                params_budget: self.params_budget,
+                max_queued: self.max_queued,
+                metrics_listen: self.metrics_listen,
+                retention_hours: self.retention_hours,
+                stop_timeout: self.stop_timeout,
+                backend: self.backend,
+                gpus: self.gpus,
+                gpu_workers: self.gpu_workers,
+                opencl_device: self.opencl_device,
+                gpu_mem_limit: self.gpu_mem_limit,
+                parameter_cache: self.parameter_cache,
+                check_params: self.params.check_params,
+                no_native_params: self.params.no_native_params,
+            },
+            file,
+        )
+        .with_context(|| match &self.config {
+            Some(p) => format!("proofline serve (with the config file {})", p.display()),
+            None => "proofline serve".to_string(),
+        })
+    }
 }
 
 fn read_token(path: &Path) -> anyhow::Result<String> {
@@ -78,36 +157,51 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// `proofline serve`: runs until SIGTERM or SIGINT, then stops as the server's module says.
 pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        args.max_message_size > 0,
-        "--max-message-size 0 would refuse every call"
-    );
-    anyhow::ensure!(
-        args.mem_budget != Some(0),
-        "--mem-budget 0 cannot hold any partition"
-    );
-    let listen = args
+    let s = args.settings()?;
+    if let Some(dir) = &s.parameter_cache {
+        // Read by filecoin-proofs' settings on their first use, which is after this.
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
+    }
+    let backends = open_backend(BackendOptions::new(
+        s.backend,
+        s.opencl_device.as_deref(),
+        s.gpu_mem_limit,
+        false,
+    )?)?;
+    let listen = s
         .listen
         .clone()
-        .unwrap_or_else(|| Listen::Unix(args.data_dir.join("proofline.sock")));
+        .unwrap_or_else(|| Listen::Unix(s.data_dir.join("proofline.sock")));
+    let load = ParamsLoad {
+        check_params: s.check_params,
+        no_native_params: s.no_native_params,
+    }
+    .load();
     let options = ServeOptions {
         listen,
-        data_dir: args.data_dir.clone(),
-        auth_token: args
-            .auth_token_file
-            .as_deref()
-            .map(read_token)
-            .transpose()?,
-        max_message_bytes: usize::try_from(args.max_message_size).context("--max-message-size")?,
+        data_dir: s.data_dir.clone(),
+        auth_token: s.auth_token_file.as_deref().map(read_token).transpose()?,
+        max_message_bytes: usize::try_from(s.max_message_size).context("--max-message-size")?,
         limits: Limits::default(),
         prover: ProverOptions {
-            synthesis_workers: args.pw,
-            mem_budget: args.mem_budget,
-            load: args.params.load(),
+            backend: backends.backend,
+            fallback: backends.fallback,
+            devices: if s.gpus.is_empty() {
+                vec![0]
+            } else {
+                s.gpus.clone()
+            },
+            gpu_workers: s.gpu_workers,
+            synthesis_workers: s.pw,
+            mem_budget: s.mem_budget,
+            load,
+            params_budget: s.params_budget,
         },
-        retention: Duration::from_secs(args.retention_hours.saturating_mul(3600)),
-        stop_timeout: Duration::from_secs(args.stop_timeout),
-        metrics_listen: args.metrics_listen,
+        retention: Duration::from_secs(s.retention_hours.saturating_mul(3600)),
+        stop_timeout: Duration::from_secs(s.stop_timeout),
+        concurrent_jobs: s.concurrent_jobs,
+        max_queued: s.max_queued,
+        metrics_listen: s.metrics_listen,
     };
     // A signal is recorded, not acted on at once: the server stops as its module says.
     let _cooperative = crate::signals::Cooperative::start();
@@ -138,21 +232,34 @@ pub struct ClientArgs {
     pub cmd: ClientCmd,
 }
 
-/// What a PoRep job proves: a C1 output and its sector.
+/// What a job proves: a PoRep C2 from a C1 output, or a SnapDeals update.
 #[derive(clap::Args, Debug)]
-pub struct PorepJob {
-    /// The C1 output (filecoin-proofs-api's JSON wrapper, as Curio holds it).
-    #[arg(long)]
-    pub c1: PathBuf,
-    /// The sector number (default: from the sector.json `proofline filecoin seal` wrote
-    /// beside the C1 file).
+#[group(required = true, multiple = false, id = "what")]
+pub struct JobArgs {
+    /// A PoRep C2 from this C1 output (filecoin-proofs-api's JSON wrapper, as Curio holds it).
+    #[arg(long, group = "what")]
+    pub c1: Option<PathBuf>,
+    /// A SnapDeals update from this directory (`snap.json` and `vanilla-<k>.bin`, as
+    /// `proofline filecoin snap` writes them).
+    #[arg(long, group = "what")]
+    pub snap: Option<PathBuf>,
+    /// Its sector, miner, key and priority.
+    #[command(flatten)]
+    pub ids: JobIds,
+}
+
+/// A job's sector, miner, idempotency key and priority.
+#[derive(clap::Args, Debug)]
+pub struct JobIds {
+    /// The sector number (default with --c1: from the sector.json `proofline filecoin seal`
+    /// wrote beside the C1 file; with --snap: 0, which the update proof does not bind).
     #[arg(long = "sector-number")]
     pub sector_number: Option<u64>,
-    /// The miner's actor id (default: from that sector.json, when it was sealed with
-    /// --miner-id).
+    /// The miner's actor id (with --c1, default: from that sector.json, when it was sealed with
+    /// --miner-id; with --snap, required).
     #[arg(long = "miner-id")]
     pub miner_id: Option<u64>,
-    /// The idempotency key (default: the C1 file's name and the sector).
+    /// The idempotency key (default: the input's name, the miner and the sector).
     #[arg(long = "request-id")]
     pub request_id: Option<String>,
     /// low, normal, high or critical (default: the kind's).
@@ -163,8 +270,8 @@ pub struct PorepJob {
 /// `proofline client`'s commands.
 #[derive(clap::Subcommand, Debug)]
 pub enum ClientCmd {
-    /// Submit a PoRep C2 job; prints its job id.
-    Submit(PorepJob),
+    /// Submit a PoRep C2 (--c1) or SnapDeals (--snap) job; prints its job id.
+    Submit(JobArgs),
     /// Wait for a job; writes its proof to --out when it completed.
     Await {
         /// The job id.
@@ -176,11 +283,11 @@ pub enum ClientCmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Submit a PoRep C2 job and wait for it.
+    /// Submit a PoRep C2 (--c1) or SnapDeals (--snap) job and wait for it.
     Prove {
         /// The job.
         #[command(flatten)]
-        job: PorepJob,
+        job: JobArgs,
         /// Where to write the proof.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -193,6 +300,16 @@ pub enum ClientCmd {
     Cancel {
         /// The job id.
         job: String,
+    },
+    /// Load a circuit's parameters now (porep-32g, snap-32g, wpost-32g, winning-32g, ...).
+    Preload {
+        /// The circuit id.
+        circuit: String,
+    },
+    /// Let a circuit's parameters go.
+    Evict {
+        /// The circuit id.
+        circuit: String,
     },
 }
 
@@ -207,39 +324,70 @@ fn priority(s: Option<&str>) -> anyhow::Result<Priority> {
     })
 }
 
-/// The request Curio would send for a PoRep C2 of `job`'s C1 output.
-fn porep_request(job: &PorepJob) -> anyhow::Result<SubmitProofRequest> {
-    let bytes = std::fs::read(&job.c1).with_context(|| format!("reading {}", job.c1.display()))?;
-    let info = match (job.sector_number, job.miner_id) {
+/// The request Curio would send for `job`.
+fn request(job: &JobArgs) -> anyhow::Result<SubmitProofRequest> {
+    match (&job.c1, &job.snap) {
+        (Some(c1), _) => porep_request(c1, &job.ids),
+        (None, Some(dir)) => snap_request(dir, &job.ids),
+        (None, None) => anyhow::bail!("pass --c1 FILE or --snap DIR"),
+    }
+}
+
+/// The request for a PoRep C2 of the C1 output at `c1`.
+fn porep_request(c1: &Path, ids: &JobIds) -> anyhow::Result<SubmitProofRequest> {
+    let bytes = std::fs::read(c1).with_context(|| format!("reading {}", c1.display()))?;
+    let info = match (ids.sector_number, ids.miner_id) {
         (Some(_), Some(_)) => None,
-        _ => proofline_filecoin::porep::SectorInfo::beside(&job.c1)?,
+        _ => proofline_filecoin::porep::SectorInfo::beside(c1)?,
     };
-    let sector_number = job
+    let sector_number = ids
         .sector_number
         .or(info.as_ref().map(|i| i.sector_id))
         .context("pass --sector-number (no sector.json beside the C1 file)")?;
-    let miner_id = job
+    let miner_id = ids
         .miner_id
         .or(info.as_ref().and_then(|i| i.miner_id))
         .context(
             "pass --miner-id (no sector.json beside the C1 file names a miner: seal with \
              `proofline filecoin seal --miner-id`)",
         )?;
-    let request_id = job.request_id.clone().unwrap_or_else(|| {
-        let name = job
-            .c1
-            .file_name()
-            .map_or("c1".into(), |n| n.to_string_lossy());
-        format!("{name}-{miner_id}-{sector_number}")
-    });
     proofline_service::client::porep_request(
         &bytes,
-        request_id,
+        request_id(ids, c1, miner_id, sector_number),
         sector_number,
         miner_id,
-        priority(job.priority.as_deref())?,
+        priority(ids.priority.as_deref())?,
     )
-    .map_err(|e| anyhow::anyhow!("{}: {e}", job.c1.display()))
+    .map_err(|e| anyhow::anyhow!("{}: {e}", c1.display()))
+}
+
+/// The request for the SnapDeals update in `dir`.
+fn snap_request(dir: &Path, ids: &JobIds) -> anyhow::Result<SubmitProofRequest> {
+    let updated = proofline_filecoin::snap::read_update(dir)?;
+    let c = updated.info.commitments()?;
+    let sector_number = ids.sector_number.unwrap_or(0);
+    let miner_id = ids
+        .miner_id
+        .context("pass --miner-id with --snap (the request carries the miner)")?;
+    proofline_service::client::snap_request(
+        updated.info.sector_size,
+        [c.comm_r_old, c.comm_r_new, c.comm_d_new],
+        updated.vanilla_proofs,
+        request_id(ids, dir, miner_id, sector_number),
+        sector_number,
+        miner_id,
+        priority(ids.priority.as_deref())?,
+    )
+    .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))
+}
+
+fn request_id(ids: &JobIds, input: &Path, miner_id: u64, sector_number: u64) -> String {
+    ids.request_id.clone().unwrap_or_else(|| {
+        let name = input
+            .file_name()
+            .map_or("input".into(), |n| n.to_string_lossy());
+        format!("{name}-{miner_id}-{sector_number}")
+    })
 }
 
 fn status_error(s: tonic::Status) -> anyhow::Error {
@@ -295,7 +443,7 @@ pub fn client(args: ClientArgs) -> anyhow::Result<()> {
         match args.cmd {
             ClientCmd::Submit(job) => {
                 let r = client
-                    .submit_proof(porep_request(&job)?)
+                    .submit_proof(request(&job)?)
                     .await
                     .map_err(status_error)?
                     .into_inner();
@@ -309,7 +457,7 @@ pub fn client(args: ClientArgs) -> anyhow::Result<()> {
             } => await_and_write(&mut client, job, timeout_ms, out.as_deref()).await,
             ClientCmd::Prove { job, out } => {
                 let r = client
-                    .submit_proof(porep_request(&job)?)
+                    .submit_proof(request(&job)?)
                     .await
                     .map_err(status_error)?
                     .into_inner();
@@ -352,6 +500,36 @@ pub fn client(args: ClientArgs) -> anyhow::Result<()> {
                     .map_err(status_error)?
                     .into_inner();
                 say!("{}", m.prometheus_text.trim_end());
+                Ok(())
+            }
+            ClientCmd::Preload { circuit } => {
+                let r = client
+                    .preload_srs(PreloadSrsRequest {
+                        circuit_id: circuit.clone(),
+                    })
+                    .await
+                    .map_err(status_error)?
+                    .into_inner();
+                if r.already_loaded {
+                    say!("{circuit}: already loaded");
+                } else {
+                    say!("{circuit}: loaded in {:.1} s", r.load_time_ms as f64 / 1e3);
+                }
+                Ok(())
+            }
+            ClientCmd::Evict { circuit } => {
+                let r = client
+                    .evict_srs(EvictSrsRequest {
+                        circuit_id: circuit.clone(),
+                    })
+                    .await
+                    .map_err(status_error)?
+                    .into_inner();
+                if r.was_loaded {
+                    say!("{circuit}: {} bytes let go", r.freed_bytes);
+                } else {
+                    say!("{circuit}: was not loaded");
+                }
                 Ok(())
             }
             ClientCmd::Cancel { job } => {

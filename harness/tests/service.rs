@@ -15,17 +15,20 @@ use proofline_filecoin::filecoin_proofs::{
 };
 use proofline_filecoin::porep::{self, SealStatement, SectorInfo};
 use proofline_filecoin::seal::seal_random_sector;
+use proofline_filecoin::snap;
 use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
 use proofline_filecoin::storage_proofs_core::sector::SectorId;
 use proofline_filecoin::{post_config, vanilla_proofs, Tree2KiB};
-use proofline_service::client::connect;
+use proofline_service::client::{connect, snap_request};
 use proofline_service::listen::Listen;
 use proofline_service::proto::{
-    AwaitProofRequest, CancelProofRequest, GetStatusRequest, ProofKind, ProveRequest,
+    AwaitProofRequest, CancelProofRequest, GetStatusRequest, Priority, ProofKind, ProveRequest,
     SubmitProofRequest,
 };
 
 const MINER: u64 = 1000;
+/// The byte budget the server proves under (a 2 KiB C2 partition holds a few MiB).
+const MEM_BUDGET: u64 = 1 << 30;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_proofline"))
@@ -212,7 +215,12 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().to_string()
     };
-    let mut server = start(&data, &cache, &["--metrics-listen", &metrics_addr]);
+    let budget = MEM_BUDGET.to_string();
+    let mut server = start(
+        &data,
+        &cache,
+        &["--metrics-listen", &metrics_addr, "--mem-budget", &budget],
+    );
     let restarted_proof = dir.path().join("restarted.bin");
     let o = client(
         &socket,
@@ -309,17 +317,18 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         let e = code(c.submit_proof(pair).await);
         assert_eq!(e.code(), tonic::Code::InvalidArgument);
         assert!(e.message().contains("registered_proof"), "{e}");
-        // A well-formed WindowPoSt of a partition other than 0: not served yet, refused as
-        // such rather than accepted and failed.
+        // A WindowPoSt partition other than 0 of the old API (whose challenges depend on a
+        // sector's place): refused at once, naming the field.
         let mut window = porep_request(&sealed.c1_json, "g4", sealed.sector);
         window.proof_kind = ProofKind::WindowPostPartition as i32;
-        window.registered_proof = 10; // StackedDrgWindow2KiBV1_1
+        window.registered_proof = 5; // StackedDrgWindow2KiBV1
         window.vanilla_proof.clear();
         window.randomness = vec![0; 32];
         window.vanilla_proofs = vec![vec![1]];
         window.partition_index = 1;
         let e = code(c.submit_proof(window).await);
-        assert_eq!(e.code(), tonic::Code::Unimplemented, "{e}");
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e}");
+        assert!(e.message().contains("partition_index"), "{e}");
         let mut size = porep_request(&sealed.c1_json, "g3", sealed.sector);
         size.sector_size = 4096;
         let e = code(c.submit_proof(size).await);
@@ -426,10 +435,17 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         let mut bad = r.proof.clone();
         bad[10] ^= 1;
         assert!(!post.verify(PoStType::Winning, &bad));
-        // One WindowPoSt partition, through Prove (submit and await in one call).
+        // A WindowPoSt of three sectors is two partitions at 2 KiB (two sectors each), proven
+        // one by one as Curio sends them, partition 0 through Prove (submit and await in one
+        // call): their proofs concatenated in order are what verify_window_post accepts for
+        // the three sectors; either alone, or the two swapped, are not.
         let r = c
             .prove(ProveRequest {
-                submit: Some(post.request(ProofKind::WindowPostPartition, "wd1", &post.window)),
+                submit: Some(post.request(
+                    ProofKind::WindowPostPartition,
+                    "wd1",
+                    &post.window[..2],
+                )),
             })
             .await
             .unwrap()
@@ -438,7 +454,18 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
             .unwrap();
         assert_eq!(r.status, 1, "{r:?}");
         assert_eq!(r.proof.len(), 192);
-        assert!(post.verify(PoStType::Window, &r.proof));
+        let mut second = post.request(ProofKind::WindowPostPartition, "wd2", &post.window[2..]);
+        second.partition_index = 1;
+        let r2 = submit_and_await(&mut c, second, 300_000).await;
+        assert_eq!(r2.status, 1, "{r2:?}");
+        assert_eq!(r2.proof.len(), 192);
+        let whole = [r.proof.clone(), r2.proof.clone()].concat();
+        assert!(post.verify(PoStType::Window, &whole));
+        assert!(!post.verify(
+            PoStType::Window,
+            &[r2.proof.clone(), r.proof.clone()].concat()
+        ));
+        assert!(!post.verify(PoStType::Window, &r.proof));
         // Tampered: a byte of the sector's comm_r flipped (bincode: the sector id's 8 bytes,
         // then comm_r's 32); other randomness than the vanilla proofs answer; garbage, not
         // bincode.
@@ -461,6 +488,112 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         for id in &queued {
             assert_eq!(await_done(&mut c, id).await.status, 1);
         }
+    });
+
+    // Load: 200 WinningPoSt requests at once from four clients, each awaited; every one
+    // COMPLETED with a proof filecoin-proofs accepts, and the ledger's peak within the byte
+    // budget the server runs under.
+    rt().block_on(async {
+        let addr = Listen::Unix(socket.clone());
+        let mut tasks = Vec::new();
+        for client_no in 0..4 {
+            let addr = addr.clone();
+            let requests: Vec<SubmitProofRequest> = (0..50)
+                .map(|i| {
+                    post.request(
+                        ProofKind::WinningPost,
+                        &format!("load-{client_no}-{i}"),
+                        &post.winning,
+                    )
+                })
+                .collect();
+            tasks.push(tokio::spawn(async move {
+                let mut c = connect(&addr, None, 256 << 20).await.unwrap();
+                let mut ids = Vec::new();
+                for r in requests {
+                    ids.push(c.submit_proof(r).await.unwrap().into_inner().job_id);
+                }
+                let mut proofs = Vec::new();
+                for id in ids {
+                    let r = await_done(&mut c, &id).await;
+                    assert_eq!(r.status, 1, "{id}: {r:?}");
+                    proofs.push(r.proof);
+                }
+                proofs
+            }));
+        }
+        let mut n = 0;
+        for t in tasks {
+            for proof in t.await.unwrap() {
+                assert!(post.verify(PoStType::Winning, &proof));
+                n += 1;
+            }
+        }
+        assert_eq!(n, 200);
+    });
+    let o = client(&socket, &["metrics"]);
+    let peak: f64 = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("proofline_ledger_total_bytes_peak ")
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .expect("the ledger's peak in the metrics");
+    assert!(peak > 0.0 && peak <= MEM_BUDGET as f64, "{peak}");
+
+    // SnapDeals: an update of a 2 KiB sector, from its partition vanilla proofs and
+    // commitments, through `proofline client prove --snap`: the proof
+    // verify_empty_sector_update_proof accepts; with another comm_d_new, FAILED.
+    let snap_dir = dir.path().join("snap");
+    let o = bin()
+        .args(["filecoin", "snap", "--sector-size", "2KiB", "--out"])
+        .arg(&snap_dir)
+        .env("FIL_PROOFS_PARAMETER_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let snap_proof = dir.path().join("snap.bin");
+    let o = client(
+        &socket,
+        &[
+            "prove",
+            "--snap",
+            snap_dir.to_str().unwrap(),
+            "--miner-id",
+            &miner,
+            "--sector-number",
+            "1",
+            "--out",
+            snap_proof.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let update = snap::read_update(&snap_dir).unwrap();
+    let commitments = update.info.commitments().unwrap();
+    let proof = std::fs::read(&snap_proof).unwrap();
+    assert_eq!(proof.len(), 192 * update.vanilla_proofs.len());
+    assert!(snap::verify_update(2048, &commitments, &proof).unwrap());
+    let mut other = proof.clone();
+    other[5] ^= 1;
+    assert!(!snap::verify_update(2048, &commitments, &other).unwrap_or(false));
+    rt().block_on(async {
+        let addr = Listen::Unix(socket.clone());
+        let mut c = connect(&addr, None, 256 << 20).await.unwrap();
+        let mut comm_d_new = commitments.comm_d_new;
+        comm_d_new[0] ^= 1; // still canonical: the low byte
+        let request = snap_request(
+            2048,
+            [commitments.comm_r_old, commitments.comm_r_new, comm_d_new],
+            update.vanilla_proofs.clone(),
+            "snap-tampered".into(),
+            1,
+            MINER,
+            Priority::Unspecified,
+        )
+        .unwrap();
+        let r = submit_and_await(&mut c, request, 300_000).await;
+        assert_eq!(r.status, 2, "{r:?}"); // FAILED
+        assert!(r.proof.is_empty());
     });
 
     // Cancel: a job queued behind a running one, cancelled, never proves.
@@ -496,6 +629,30 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         assert_eq!(e.code(), tonic::Code::FailedPrecondition);
     });
 
+    // Parameters by the wire's circuit ids: held after their jobs, let go by EvictSRS, loaded
+    // again by PreloadSRS; an unknown id is refused naming the field.
+    let o = client(&socket, &["status"]);
+    for id in ["porep-2k", "winning-2k", "wpost-2k", "snap-2k"] {
+        assert!(
+            text(&o).contains(&format!("parameters {id}: ")),
+            "{id}: {}",
+            text(&o)
+        );
+    }
+    let o = client(&socket, &["evict", "porep-2k"]);
+    assert!(text(&o).contains("bytes let go"), "{}", text(&o));
+    let o = client(&socket, &["evict", "porep-2k"]);
+    assert!(text(&o).contains("was not loaded"), "{}", text(&o));
+    let o = client(&socket, &["status"]);
+    assert!(!text(&o).contains("parameters porep-2k"), "{}", text(&o));
+    let o = client(&socket, &["preload", "porep-2k"]);
+    assert!(text(&o).contains("loaded in"), "{}", text(&o));
+    let o = client(&socket, &["preload", "porep-2k"]);
+    assert!(text(&o).contains("already loaded"), "{}", text(&o));
+    let o = client(&socket, &["preload", "porep-16k"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("circuit_id"), "{}", text(&o));
+
     // Metrics, through GetMetrics and over HTTP: every job counted by kind and outcome, the
     // ledger's peaks since the restart, and nothing left in it now that the server is idle.
     let o = client(&socket, &["metrics"]);
@@ -524,6 +681,18 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         value("proofline_proof_duration_seconds_count{kind=\"WINNING_POST\"}"),
         1.0
     );
+    assert_eq!(
+        value("proofline_jobs_total{kind=\"WINDOW_POST_PARTITION\",outcome=\"completed\"}"),
+        2.0
+    );
+    for outcome in ["completed", "failed"] {
+        assert_eq!(
+            value(&format!(
+                "proofline_jobs_total{{kind=\"SNAP_DEALS_UPDATE\",outcome=\"{outcome}\"}}"
+            )),
+            1.0
+        );
+    }
     assert!(value("proofline_ledger_partitions_peak{stage=\"synthesizing\"}") >= 1.0);
     assert!(value("proofline_ledger_host_bytes_peak{stage=\"synthesizing\"}") > 0.0);
     assert!(value("proofline_ledger_resident_bytes_peak{kind=\"job_input\"}") > 0.0);
@@ -566,9 +735,10 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");
     let body = &status[status.find("\r\n\r\n").unwrap() + 4..];
     let json: serde_json::Value = serde_json::from_str(body).unwrap();
-    // Six C2, the WinningPoSt and the WindowPoSt; the three C2 and three WinningPoSt twins.
-    assert_eq!(json["completed"], 8, "{json}");
-    assert_eq!(json["failed"], 6, "{json}");
+    // Six C2, the WinningPoSt, two WindowPoSt partitions and the update; the three C2, three
+    // WinningPoSt and one update twins.
+    assert_eq!(json["completed"], 10, "{json}");
+    assert_eq!(json["failed"], 7, "{json}");
     assert!(json["ledger"]["stages"]["synthesizing"]["partitions_peak"].as_u64() >= Some(1));
 
     // SIGTERM: the server stops, exits 0 and removes its socket.
@@ -618,7 +788,8 @@ struct PostInputs {
 fn post_inputs(dir: &Path) -> PostInputs {
     let prover_id = porep::actor_prover_id(MINER);
     let mut rng = rand::thread_rng();
-    let sealed: Vec<_> = (0..2)
+    // Three sectors: a WindowPoSt of two partitions at 2 KiB.
+    let sealed: Vec<_> = (0..3)
         .map(|_| {
             seal_random_sector::<Tree2KiB>(dir, SECTOR_SIZE_2_KIB, prover_id, &mut rng).unwrap()
         })
@@ -736,15 +907,40 @@ fn the_socket_path_and_the_token_are_checked() {
         assert!(text(&o).contains(option), "{}", text(&o));
         assert!(!text(&o).contains("panicked"), "{}", text(&o));
     }
-    // With a token: a call without it, or with another, is UNAUTHENTICATED; with it, answered.
+    // A config file with a key it does not know, or a bad value: refused, naming the key.
+    for (body, key) in [
+        ("mem-budgett = \"1GiB\"\n", "mem-budgett"),
+        ("mem-budget = \"lots\"\n", "mem-budget"),
+        ("concurrent-jobs = 0\n", "concurrent-jobs"),
+    ] {
+        let config = dir.path().join("bad.toml");
+        std::fs::write(&config, body).unwrap();
+        let o = bin()
+            .args(["serve", "--data-dir"])
+            .arg(dir.path().join("bad"))
+            .arg("--config")
+            .arg(&config)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{body}");
+        assert!(text(&o).contains(key), "{}", text(&o));
+        assert!(text(&o).contains("bad.toml"), "{}", text(&o));
+    }
+    // With a token, set in a config file: a call without it, or with another, is
+    // UNAUTHENTICATED; with it, answered.
     let data = dir.path().join("with-token");
     let token = dir.path().join("token");
     std::fs::write(&token, "s3cret\n").unwrap();
-    let _server = start(
-        &data,
-        &cache,
-        &["--auth-token-file", token.to_str().unwrap()],
-    );
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "auth-token-file = {:?}\nmax-queued = 10\n",
+            token.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let _server = start(&data, &cache, &["--config", config.to_str().unwrap()]);
     let socket = data.join("proofline.sock");
     let o = client(&socket, &["status"]);
     assert!(!o.status.success());

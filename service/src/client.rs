@@ -111,3 +111,37 @@ pub fn porep_request(
         ..Default::default()
     })
 }
+
+/// The request Curio sends for a SnapDeals update: one bincode `PartitionProof` per partition
+/// and the three commitments (`comm_r_old`, `comm_r_new`, `comm_d_new`).
+pub fn snap_request(
+    sector_size: u64,
+    commitments: [[u8; 32]; 3],
+    partition_proofs: Vec<Vec<u8>>,
+    request_id: String,
+    sector_number: u64,
+    miner_id: u64,
+    priority: crate::proto::Priority,
+) -> Result<crate::proto::SubmitProofRequest, String> {
+    let number = crate::registered::SECTOR_SIZES
+        .iter()
+        .position(|&s| s == sector_size)
+        .ok_or_else(|| {
+            format!("SnapDeals has no registered update proof of {sector_size} bytes")
+        })?;
+    let [comm_r_old, comm_r_new, comm_d_new] = commitments;
+    Ok(crate::proto::SubmitProofRequest {
+        request_id,
+        proof_kind: crate::proto::ProofKind::SnapDealsUpdate as i32,
+        sector_size,
+        registered_proof: number as u64,
+        priority: priority as i32,
+        vanilla_proofs: partition_proofs,
+        sector_number,
+        miner_id,
+        comm_r_old: comm_r_old.to_vec(),
+        comm_r_new: comm_r_new.to_vec(),
+        comm_d_new: comm_d_new.to_vec(),
+        ..Default::default()
+    })
+}

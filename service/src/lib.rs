@@ -1,11 +1,12 @@
 //! proofline's proving service, in parts: the wire contract Curio's cuzk client speaks
 //! ([`proto`], package `cuzk.v1`, service `ProvingEngine`, built from
 //! `proto/cuzk/v1/proving.proto` without a system `protoc`), the registered proof numbers it
-//! carries ([`registered`]), and the checks a `SubmitProofRequest` passes before a job is
+//! carries ([`registered`]), the parameter sets by circuit id ([`circuits`]), the checks a `SubmitProofRequest` passes before a job is
 //! accepted ([`request`]), the durable job store ([`store`]), proving an accepted job
 //! ([`prove`]), its metrics ([`metrics`]), where the server listens ([`listen`]), the server
 //! ([`server`]) and a client ([`client`]).
 
+pub mod circuits;
 pub mod client;
 pub mod listen;
 pub mod metrics;

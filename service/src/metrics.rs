@@ -64,8 +64,8 @@ pub struct Scrape<'a> {
     pub ledger: &'a Snapshot,
     /// Queued jobs: kind, priority (1 to 4), count.
     pub queued: &'a [(String, i32, u64)],
-    /// The kind of the job running, if any.
-    pub running: Option<&'a str>,
+    /// The kind of each job being proven.
+    pub running: &'a [String],
     /// Bytes of the parameters held.
     pub parameters_bytes: u64,
     /// Seconds since the server started.
@@ -246,8 +246,8 @@ impl Metrics {
             queue,
         );
         let running = Family::<Kind, Gauge>::default();
-        if let Some(kind) = s.running {
-            running.get_or_create(&Kind { kind: kind.into() }).set(1);
+        for kind in s.running {
+            running.get_or_create(&Kind { kind: kind.clone() }).inc();
         }
         r.register(
             "proofline_jobs_running",

@@ -5,6 +5,7 @@
 //! resident entry of the ledger while it is proven.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -16,23 +17,51 @@ use proofline_filecoin::filecoin_proofs::PoStType;
 use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
 use proofline_filecoin::vanilla_post::VanillaPost;
 use proofline_filecoin::variant::{SealSpec, SealVariant};
-use proofline_filecoin::{aggregate, porep, Load};
+use proofline_filecoin::{aggregate, porep, snap, Load};
 use prover_core::accounting::ledger::{ResidentKind, Snapshot};
 use prover_core::runtime::budget::BudgetSize;
-use prover_core::{CpuSynthesizer, Engine, Parameters, PreparedParameters, Proof};
+use prover_core::{
+    Accelerator, CpuSynthesizer, Engine, JobCanceller, Parameters, PreparedParameters, Proof,
+};
 
+use crate::circuits::Circuit;
 use crate::registered::PostKind;
 use crate::request::{Accepted, Work};
 
 /// How the prover runs jobs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct ProverOptions {
+    /// The accelerator backend (the CPU's, or a device backend opened by the caller).
+    pub backend: Arc<dyn Accelerator>,
+    /// Where a device hands back a partition it failed (`None` for the CPU backend).
+    pub fallback: Option<Arc<dyn Accelerator>>,
+    /// The backend's devices to use (ordinals).
+    pub devices: Vec<usize>,
+    /// Accelerator workers per device.
+    pub gpu_workers: usize,
     /// Partitions synthesized at once (the engine's synthesis workers).
     pub synthesis_workers: usize,
     /// The engine's byte budget for partitions in flight (none: unbounded).
     pub mem_budget: Option<u64>,
     /// How parameter files are read.
     pub load: Load,
+    /// Bytes of parameters held at most (none: every set loaded stays until evicted).
+    pub params_budget: Option<u64>,
+}
+
+impl std::fmt::Debug for ProverOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProverOptions")
+            .field("backend", &self.backend.name())
+            .field("fallback", &self.fallback.as_ref().map(|b| b.name()))
+            .field("devices", &self.devices)
+            .field("gpu_workers", &self.gpu_workers)
+            .field("synthesis_workers", &self.synthesis_workers)
+            .field("mem_budget", &self.mem_budget)
+            .field("load", &self.load)
+            .field("params_budget", &self.params_budget)
+            .finish()
+    }
 }
 
 /// A job's proof and where its time went.
@@ -46,20 +75,77 @@ pub struct Proven {
     pub prove_ms: u64,
 }
 
+/// Cancels one job's proving from another thread: before its partitions reach the engine, or
+/// there (queued partitions dropped, running ones discarded at their next stage boundary, what
+/// they hold freed).
+#[derive(Default)]
+pub struct CancelToken {
+    cancelled: AtomicBool,
+    engine_job: Mutex<Option<JobCanceller>>,
+}
+
+impl CancelToken {
+    /// Cancels the job.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+        if let Some(c) = lock(&self.engine_job).as_ref() {
+            c.cancel();
+        }
+    }
+
+    /// Whether [`CancelToken::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.is_cancelled() {
+            Err(CANCELLED.into())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Binds the engine's job; a cancel that came first cancels it now.
+    fn attach(&self, c: JobCanceller) {
+        let mut slot = lock(&self.engine_job);
+        if self.is_cancelled() {
+            c.cancel();
+        }
+        *slot = Some(c);
+    }
+}
+
+/// The reason of a job cancelled while it was proven.
+pub const CANCELLED: &str = "cancelled";
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Parameters kept loaded, by circuit id.
 #[derive(Debug, Clone)]
 pub struct LoadedParameters {
-    /// The circuit id (`porep-<size>-<porep id>`, or filecoin-proofs' cache id of a PoSt).
+    /// The circuit id (see [`crate::circuits`]).
     pub circuit_id: String,
     /// Bytes of the points held.
     pub bytes: u64,
 }
 
-/// Proves accepted jobs on the CPU backend, through one engine.
+/// How one job runs in the engine.
+struct Run<'a> {
+    priority: i32,
+    cancel: &'a CancelToken,
+}
+
+/// Proves accepted jobs through one engine, on the backend its options name.
 pub struct Prover {
     options: ProverOptions,
     engine: Engine<FilecoinCircuit, CpuSynthesizer>,
-    prepared: Mutex<HashMap<String, PreparedParameters>>,
+    /// By circuit id.
+    held: Mutex<HashMap<String, Held>>,
+    /// Held while a parameter set loads, so that two jobs of one circuit load it once.
+    loading: Mutex<()>,
 }
 
 fn text(e: impl std::fmt::Display) -> String {
@@ -77,17 +163,21 @@ impl Prover {
             prover_core::Config {
                 synthesis_workers: options.synthesis_workers,
                 mem_budget: options.mem_budget.map(BudgetSize::Bytes),
+                devices: options.devices.clone(),
+                gpu_workers: options.gpu_workers,
+                fallback: options.fallback.clone(),
                 ..Default::default()
             },
             CpuSynthesizer,
-            Arc::new(CpuBackend),
+            options.backend.clone(),
             Arc::new(CpuBackend),
         )
         .map_err(|e| format!("starting the engine: {e}"))?;
         Ok(Prover {
             options,
             engine,
-            prepared: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::new()),
+            loading: Mutex::new(()),
         })
     }
 
@@ -99,35 +189,49 @@ impl Prover {
 
     /// The parameters held, by circuit id.
     pub fn loaded(&self) -> Vec<LoadedParameters> {
-        let held = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
-        let mut out: Vec<LoadedParameters> = held
+        let mut out: Vec<LoadedParameters> = lock(&self.held)
             .iter()
-            .map(|(id, p)| LoadedParameters {
+            .map(|(id, h)| LoadedParameters {
                 circuit_id: id.clone(),
-                bytes: p.params().heap_bytes() as u64,
+                bytes: h.bytes,
             })
             .collect();
         out.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
         out
     }
 
+    /// Loads `circuit`'s parameters unless they are held; true if they were.
+    pub fn preload(&self, circuit: Circuit) -> Result<bool, String> {
+        self.prepared(circuit).map(|(_, held)| held)
+    }
+
+    /// Lets `circuit`'s parameters go: the bytes they held, or `None` if they were not held.
+    /// A job proving with them keeps them until it ends.
+    pub fn evict(&self, circuit: Circuit) -> Option<u64> {
+        lock(&self.held).remove(&circuit.id()).map(|h| h.bytes)
+    }
+
     /// Proves `job` and checks the proof with filecoin-proofs' verifier; the error is the
-    /// reason a client reads (`FAILED`).
-    pub fn prove(&self, job: &Accepted) -> Result<Proven, String> {
+    /// reason a client reads (`FAILED`). Its partitions enter the engine at the job's priority,
+    /// interleaved with other jobs' at partition boundaries; `cancel` stops it.
+    pub fn prove(&self, job: &Accepted, cancel: &CancelToken) -> Result<Proven, String> {
+        cancel.check()?;
+        let run = Run {
+            priority: job.priority as i32,
+            cancel,
+        };
         match &job.work {
-            Work::Porep { variant, c1_json } => self.porep(job, *variant, c1_json),
-            Work::SnapDeals { .. } => Err("SNAP_DEALS_UPDATE jobs are not served yet".into()),
+            Work::Porep { variant, c1_json } => self.porep(job, *variant, c1_json, &run),
+            Work::SnapDeals {
+                commitments,
+                partition_proofs,
+            } => self.snap(job, commitments, partition_proofs, &run),
             Work::Post {
                 kind,
                 randomness,
-                partition,
+                partition: _,
                 sector_proofs,
             } => {
-                if *partition != 0 {
-                    return Err(format!(
-                        "partition_index {partition}: only partition 0 is served yet"
-                    ));
-                }
                 let (typ, api_version) = match kind {
                     PostKind::Winning => (PoStType::Winning, ApiVersion::V1_0_0),
                     PostKind::Window(v) => (PoStType::Window, *v),
@@ -140,13 +244,19 @@ impl Prover {
                     prover_id: job.prover_id(),
                     sector_proofs,
                 };
+                // A WindowPoSt partition's circuit and public inputs depend only on its own
+                // sectors (the request's check allows partitions > 0 only at API 1.2, whose
+                // challenges do not depend on a sector's place; filecoin-proofs'
+                // `generate_single_window_post_with_vanilla` proves any partition as the first
+                // of a one-partition PoSt): partition k is proven, and checked, as the
+                // one-partition PoSt of its sectors; the whole PoSt verifies with the
+                // partitions' proofs concatenated in order.
                 let (circuits, statement) = post.circuits().map_err(chain)?;
-                let id = post.parameters_id().map_err(chain)?;
                 let t = Instant::now();
-                let prepared = self.prepared(&id, || post.parameters().map_err(chain))?;
+                let (prepared, _) = self.prepared(Circuit::of(job))?;
                 let params_ms = t.elapsed().as_millis() as u64;
                 let t = Instant::now();
-                let proofs = self.run(&prepared, circuits.into_iter().map(Into::into))?;
+                let proofs = self.run(&prepared, circuits.into_iter().map(Into::into), &run)?;
                 let proof = Proof::many_to_bytes(&proofs);
                 statement.check(&proof).map_err(chain)?;
                 Ok(Proven {
@@ -163,6 +273,7 @@ impl Prover {
         job: &Accepted,
         variant: SealVariant,
         c1_json: &[u8],
+        run: &Run<'_>,
     ) -> Result<Proven, String> {
         let json: serde_json::Value = serde_json::from_slice(c1_json)
             .map_err(|e| format!("vanilla_proof: Phase1Out is not JSON: {e}"))?;
@@ -188,20 +299,11 @@ impl Prover {
             .resident(ResidentKind::JobInput, c1.parsed_bytes());
         let config = spec.config().map_err(chain)?;
         let circuits = porep::circuits(&config, &c1).map_err(chain)?;
-        let id = format!(
-            "porep-{}-{}",
-            spec.sector_size,
-            porep::to_hex(&spec.porep_id)
-        );
         let t = Instant::now();
-        let prepared = self.prepared(&id, || {
-            porep::parameters_for(&config, self.options.load, &())
-                .map(|c| c.params)
-                .map_err(chain)
-        })?;
+        let (prepared, _) = self.prepared(Circuit::of(job))?;
         let params_ms = t.elapsed().as_millis() as u64;
         let t = Instant::now();
-        let proofs = self.run(&prepared, circuits.into_iter().map(|(c, _)| c.into()))?;
+        let proofs = self.run(&prepared, circuits.into_iter().map(|(c, _)| c.into()), run)?;
         let prove_ms = t.elapsed().as_millis() as u64;
         let proof = aggregate::seal_proof(
             &config,
@@ -226,37 +328,168 @@ impl Prover {
         }
     }
 
-    /// One job's partitions through the engine.
+    fn snap(
+        &self,
+        job: &Accepted,
+        commitments: &[[u8; 32]; 3],
+        partition_proofs: &[Vec<u8>],
+        run: &Run<'_>,
+    ) -> Result<Proven, String> {
+        let size = job.sector_size;
+        let commitments = snap::Commitments {
+            comm_r_old: commitments[0],
+            comm_r_new: commitments[1],
+            comm_d_new: commitments[2],
+        };
+        let circuits = snap::circuits(size, &commitments, partition_proofs)
+            .map_err(|e| format!("vanilla_proofs: {e:#}"))?;
+        // The vanilla proofs the circuits hold, counted while the job is proven.
+        let _input = self.engine.ledger().resident(
+            ResidentKind::JobInput,
+            partition_proofs.iter().map(|p| p.len() as u64).sum(),
+        );
+        let t = Instant::now();
+        let (prepared, _) = self.prepared(Circuit::of(job))?;
+        let params_ms = t.elapsed().as_millis() as u64;
+        let t = Instant::now();
+        let proofs = self.run(&prepared, circuits.into_iter().map(|(c, _)| c.into()), run)?;
+        let prove_ms = t.elapsed().as_millis() as u64;
+        let proof = Proof::many_to_bytes(&proofs);
+        match snap::verify_update(size, &commitments, &proof) {
+            Ok(true) => Ok(Proven {
+                proof,
+                params_ms,
+                prove_ms,
+            }),
+            Ok(false) => Err(
+                "verify_empty_sector_update_proof rejected the proof (the vanilla proofs do not                  prove these commitments); no proof is reported"
+                    .into(),
+            ),
+            Err(e) => Err(format!("verify_empty_sector_update_proof: {e:#}")),
+        }
+    }
+
+    /// One job's partitions through the engine, at its priority.
     fn run(
         &self,
         prepared: &PreparedParameters,
         circuits: impl Iterator<Item = FilecoinCircuit>,
+        run: &Run<'_>,
     ) -> Result<Vec<Proof>, String> {
-        self.engine
-            .submit(prepared, circuits.collect(), &mut rand::thread_rng())
-            .and_then(|job| job.wait())
-            .map_err(text)
+        run.cancel.check()?;
+        let job = self
+            .engine
+            .submit_with_priority(
+                prepared,
+                circuits.collect(),
+                run.priority,
+                &mut rand::thread_rng(),
+            )
+            .map_err(text)?;
+        run.cancel.attach(job.canceller());
+        match job.wait() {
+            Ok(proofs) => Ok(proofs),
+            Err(prover_core::Error::Cancelled) => Err(CANCELLED.into()),
+            Err(e) => Err(text(e)),
+        }
     }
 
-    /// The parameters of `id` prepared on the engine, loaded by `load` the first time.
-    fn prepared(
-        &self,
-        id: &str,
-        load: impl FnOnce() -> Result<Parameters, String>,
-    ) -> Result<PreparedParameters, String> {
-        if let Some(p) = self
-            .prepared
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-        {
-            return Ok(p.clone());
+    /// `circuit`'s parameters prepared on the engine, loaded the first time (and true if they
+    /// were held already). With a parameter budget, the least recently used sets are let go
+    /// until the new one fits (a set in use stays with its jobs until they end).
+    fn prepared(&self, circuit: Circuit) -> Result<(PreparedParameters, bool), String> {
+        let id = circuit.id();
+        let take = |held: &mut HashMap<String, Held>| {
+            held.get_mut(&id).map(|h| {
+                h.last_used = Instant::now();
+                h.prepared.clone()
+            })
+        };
+        if let Some(p) = take(&mut lock(&self.held)) {
+            return Ok((p, true));
         }
-        let prepared = self.engine.prepare(Arc::new(load()?)).map_err(text)?;
-        self.prepared
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.to_string(), prepared.clone());
-        Ok(prepared)
+        let _loading = lock(&self.loading);
+        if let Some(p) = take(&mut lock(&self.held)) {
+            return Ok((p, true));
+        }
+        let prepared = self
+            .engine
+            .prepare(Arc::new(self.load(circuit)?))
+            .map_err(text)?;
+        let bytes = prepared.params().heap_bytes() as u64;
+        let mut held = lock(&self.held);
+        if let Some(budget) = self.options.params_budget {
+            while held.values().map(|h| h.bytes).sum::<u64>() + bytes > budget {
+                let Some(lru) = held
+                    .iter()
+                    .min_by_key(|(_, h)| h.last_used)
+                    .map(|(c, _)| c.clone())
+                else {
+                    break;
+                };
+                held.remove(&lru);
+                eprintln!("parameters {lru} let go (least recently used) to make room for {id}");
+            }
+        }
+        held.insert(
+            id,
+            Held {
+                prepared: prepared.clone(),
+                bytes,
+                last_used: Instant::now(),
+            },
+        );
+        Ok((prepared, false))
     }
+
+    /// Reads (or, at a test size, generates) `circuit`'s parameters.
+    fn load(&self, circuit: Circuit) -> Result<Parameters, String> {
+        let load = self.options.load;
+        match circuit {
+            Circuit::Porep {
+                variant,
+                sector_size,
+            } => {
+                let config = SealSpec::new(sector_size, variant, None)
+                    .and_then(|s| s.config())
+                    .map_err(chain)?;
+                porep::parameters_for(&config, load, &())
+                    .map(|c| c.params)
+                    .map_err(chain)
+            }
+            Circuit::Snap { sector_size } => snap::update_parameters(sector_size, load, &())
+                .map(|c| c.params)
+                .map_err(chain),
+            Circuit::Window { api, sector_size } => {
+                post_parameters(sector_size, PoStType::Window, api)
+            }
+            Circuit::Winning { sector_size } => {
+                post_parameters(sector_size, PoStType::Winning, ApiVersion::V1_0_0)
+            }
+        }
+    }
+}
+
+fn post_parameters(
+    sector_size: u64,
+    typ: PoStType,
+    api_version: ApiVersion,
+) -> Result<Parameters, String> {
+    VanillaPost {
+        sector_size,
+        typ,
+        api_version,
+        randomness: [0; 32],
+        prover_id: [0; 32],
+        sector_proofs: &[],
+    }
+    .parameters()
+    .map_err(chain)
+}
+
+/// A parameter set held, prepared on the engine.
+struct Held {
+    prepared: PreparedParameters,
+    bytes: u64,
+    last_used: Instant,
 }

@@ -8,9 +8,11 @@
 
 use base64::Engine as _;
 use ff::PrimeField;
+use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
 use proofline_filecoin::variant::SealVariant;
 
 use crate::proto::{Priority, ProofKind, SubmitProofRequest};
+
 use crate::registered::{self, PostKind};
 
 /// A request that cannot be accepted, and the field that says why.
@@ -295,8 +297,24 @@ pub fn check(req: &SubmitProofRequest, limits: &Limits) -> Result<Accepted, Inva
                 ));
             }
             let randomness = scalar_field("randomness", &req.randomness)?;
-            if kind == ProofKind::WinningPost && req.partition_index != 0 {
-                return Err(invalid("partition_index", "WinningPoSt has no partitions"));
+            match post {
+                PostKind::Winning if req.partition_index != 0 => {
+                    return Err(invalid("partition_index", "WinningPoSt has no partitions"));
+                }
+                // Partition k is proven as the one-partition PoSt of its own sectors, which is
+                // filecoin-proofs' partition k only where a challenge does not depend on the
+                // sector's place (API 1.2).
+                PostKind::Window(api) if req.partition_index != 0 && api != ApiVersion::V1_2_0 => {
+                    return Err(invalid(
+                        "partition_index",
+                        format!(
+                            "{}, but a WindowPoSt of registered proof {} (API {api}) is proven \
+                             whole: send partition 0",
+                            req.partition_index, req.registered_proof
+                        ),
+                    ));
+                }
+                _ => {}
             }
             let sector_proofs = entries(
                 "vanilla_proofs",

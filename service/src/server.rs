@@ -1,8 +1,10 @@
 //! The server: `cuzk.v1.ProvingEngine` over a unix socket or TCP, jobs written to the store
 //! before `SubmitProof` answers, and a worker that claims them (highest priority first, then the
-//! oldest), proves them and records the outcome. A stop (the future [`serve`] is given) stops
-//! accepting, lets the running job finish up to a timeout and leaves queued jobs in the store;
-//! a restarted server puts a job that was running back in the queue.
+//! oldest) while fewer than `concurrent_jobs` are being proven; each claimed job's partitions go
+//! into the one engine at the job's priority, so a more urgent job's partitions are taken at the
+//! next partition boundary. A stop (the future [`serve`] is given) stops accepting, lets the
+//! running jobs finish up to a timeout and leaves queued jobs in the store; a restarted server
+//! puts a job that was running back in the queue.
 
 // tonic's `Status` is what every RPC returns on error; boxing it here would only be unboxed again.
 #![allow(clippy::result_large_err)]
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 use prost::Message;
 use tonic::{Request, Response, Status};
 
+use crate::circuits::Circuit;
 use crate::listen::{bind_unix, Listen};
 use crate::metrics::{Metrics, Scrape};
 use crate::proto::proving_engine_server::{ProvingEngine, ProvingEngineServer};
@@ -26,7 +29,7 @@ use crate::proto::{
     GetStatusRequest, GetStatusResponse, PreloadSrsRequest, PreloadSrsResponse, ProofKind,
     ProveRequest, ProveResponse, QueueStatus, SrsStatus, SubmitProofRequest, SubmitProofResponse,
 };
-use crate::prove::{Prover, ProverOptions};
+use crate::prove::{CancelToken, Prover, ProverOptions};
 use crate::request::{check, Limits};
 use crate::store::{
     now_ms, Cancelled, JobRecord, JobState, JobStore, NewJob, Outcome, SqliteStore, Submitted,
@@ -50,8 +53,12 @@ pub struct ServeOptions {
     pub prover: ProverOptions,
     /// How long a finished job's result is kept.
     pub retention: Duration,
-    /// How long a stop waits for the running job.
+    /// How long a stop waits for the running jobs.
     pub stop_timeout: Duration,
+    /// Jobs proven at once (their partitions interleaved in the engine by priority).
+    pub concurrent_jobs: usize,
+    /// Jobs queued at most (a new one beyond it is `RESOURCE_EXHAUSTED`); none: no limit.
+    pub max_queued: Option<u64>,
     /// Where to serve `/metrics` and `/status` over HTTP, if anywhere.
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
@@ -78,16 +85,23 @@ struct Shared {
     store: Mutex<Box<dyn JobStore>>,
     prover: Prover,
     limits: Limits,
+    max_queued: Option<u64>,
     started: Instant,
     /// The worker waits here for work.
     wake: (Mutex<()>, Condvar),
     /// Awaiting calls wait here for a job to end.
     ended: tokio::sync::Notify,
     stop: AtomicBool,
-    running: Mutex<Option<(String, String)>>,
+    /// Jobs being proven, by id: their kind and how to cancel them.
+    running: Mutex<BTreeMap<String, RunningJob>>,
     completed: AtomicU64,
     failed: AtomicU64,
     metrics: Metrics,
+}
+
+struct RunningJob {
+    kind: String,
+    cancel: Arc<CancelToken>,
 }
 
 fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -102,12 +116,12 @@ impl Shared {
     /// The metrics' text exposition now.
     fn metrics_text(&self) -> Result<String, String> {
         let queued = self.store().queued().map_err(|e| e.to_string())?;
-        let running = lock(&self.running).clone().map(|(_, kind)| kind);
+        let running = self.running_kinds();
         let ledger = self.prover.ledger();
         Ok(self.metrics.render(&Scrape {
             ledger: &ledger,
             queued: &queued,
-            running: running.as_deref(),
+            running: &running,
             parameters_bytes: self.prover.loaded().iter().map(|p| p.bytes).sum(),
             uptime_seconds: self.started.elapsed().as_secs(),
         }))
@@ -116,7 +130,10 @@ impl Shared {
     /// The server's state as JSON (`/status`).
     fn status_json(&self) -> Result<serde_json::Value, String> {
         let queued = self.store().queued().map_err(|e| e.to_string())?;
-        let running = lock(&self.running).clone();
+        let running: Vec<serde_json::Value> = lock(&self.running)
+            .iter()
+            .map(|(id, r)| serde_json::json!({"job_id": id, "kind": r.kind}))
+            .collect();
         let l = self.prover.ledger();
         let stages: serde_json::Map<String, serde_json::Value> = Stage::ALL
             .iter()
@@ -139,7 +156,7 @@ impl Shared {
             "uptime_seconds": self.started.elapsed().as_secs(),
             "completed": self.completed.load(Ordering::Relaxed),
             "failed": self.failed.load(Ordering::Relaxed),
-            "running": running.map(|(id, kind)| serde_json::json!({"job_id": id, "kind": kind})),
+            "running": running,
             "queued": queued
                 .iter()
                 .map(|(kind, priority, n)| serde_json::json!({
@@ -160,6 +177,13 @@ impl Shared {
                 "device_bytes_peak": l.device_bytes.peak,
             },
         }))
+    }
+
+    fn running_kinds(&self) -> Vec<String> {
+        lock(&self.running)
+            .values()
+            .map(|r| r.kind.clone())
+            .collect()
     }
 
     fn store(&self) -> MutexGuard<'_, Box<dyn JobStore>> {
@@ -183,19 +207,6 @@ impl Shared {
 
     fn submit(&self, req: &SubmitProofRequest) -> Result<SubmitProofResponse, Status> {
         let accepted = check(req, &self.limits)?;
-        match &accepted.work {
-            crate::request::Work::SnapDeals { .. } => {
-                return Err(Status::unimplemented(
-                    "SNAP_DEALS_UPDATE jobs are not served yet",
-                ))
-            }
-            crate::request::Work::Post { partition, .. } if *partition != 0 => {
-                return Err(Status::unimplemented(format!(
-                    "partition_index {partition}: only WindowPoSt partition 0 is served yet"
-                )))
-            }
-            _ => {}
-        }
         let mut store = self.store();
         let queued_before: u64 = store.queued().map_err(internal)?.iter().map(|q| q.2).sum();
         let submitted = store
@@ -205,6 +216,7 @@ impl Shared {
                 kind: kind_name(req.proof_kind),
                 priority: accepted.priority as i32,
                 payload: req.encode_to_vec(),
+                max_queued: self.max_queued,
             })
             .map_err(internal)?;
         drop(store);
@@ -218,6 +230,11 @@ impl Shared {
                 return Err(Status::already_exists(format!(
                     "request_id: {:?} was submitted with another payload (job {})",
                     job.request_id, job.id
+                )))
+            }
+            Submitted::Full(n) => {
+                return Err(Status::resource_exhausted(format!(
+                    "the queue holds {n} jobs, its limit (--max-queued): submit again later"
                 )))
             }
         };
@@ -346,6 +363,11 @@ impl ProvingEngine for Service {
                 "job {id} has ended already ({state:?})"
             ))),
             Cancelled::WasQueued | Cancelled::WasRunning => {
+                // A running job stops: its queued partitions are dropped, those in flight
+                // discarded at their next stage boundary, and their budget released.
+                if let Some(r) = lock(&self.0.running).get(&id) {
+                    r.cancel.cancel();
+                }
                 self.0.ended.notify_waiters();
                 Ok(Response::new(CancelProofResponse {
                     was_running: outcome == Cancelled::WasRunning,
@@ -368,7 +390,7 @@ impl ProvingEngine for Service {
             });
             q.pending += n.min(u32::MAX as u64) as u32;
         }
-        if let Some((_, kind)) = lock(&shared.running).clone() {
+        for kind in shared.running_kinds() {
             queues
                 .entry(kind.clone())
                 .or_insert_with(|| QueueStatus {
@@ -415,21 +437,38 @@ impl ProvingEngine for Service {
 
     async fn preload_srs(
         &self,
-        _request: Request<PreloadSrsRequest>,
+        request: Request<PreloadSrsRequest>,
     ) -> Result<Response<PreloadSrsResponse>, Status> {
-        Err(Status::unimplemented(
-            "PreloadSRS is not built yet in this version: parameters load with a circuit's first \
-             job and stay loaded",
-        ))
+        let circuit =
+            Circuit::parse(&request.into_inner().circuit_id).map_err(Status::invalid_argument)?;
+        let shared = self.0.clone();
+        let t = Instant::now();
+        // Reading (or generating) parameters blocks: off the async threads.
+        let held = tokio::task::spawn_blocking(move || shared.prover.preload(circuit))
+            .await
+            .map_err(internal)?
+            .map_err(|e| Status::internal(format!("loading {}: {e}", circuit.id())))?;
+        Ok(Response::new(PreloadSrsResponse {
+            already_loaded: held,
+            load_time_ms: if held {
+                0
+            } else {
+                t.elapsed().as_millis() as u64
+            },
+        }))
     }
 
     async fn evict_srs(
         &self,
-        _request: Request<EvictSrsRequest>,
+        request: Request<EvictSrsRequest>,
     ) -> Result<Response<EvictSrsResponse>, Status> {
-        Err(Status::unimplemented(
-            "EvictSRS is not built yet in this version",
-        ))
+        let circuit =
+            Circuit::parse(&request.into_inner().circuit_id).map_err(Status::invalid_argument)?;
+        let freed = self.0.prover.evict(circuit);
+        Ok(Response::new(EvictSrsResponse {
+            was_loaded: freed.is_some(),
+            freed_bytes: freed.unwrap_or(0),
+        }))
     }
 }
 
@@ -461,9 +500,11 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Proves claimed jobs until told to stop.
-fn worker(shared: Arc<Shared>, retention: Duration) {
+/// Claims jobs while fewer than `slots` are being proven, each proven on its own thread,
+/// until told to stop; then waits for the running ones.
+fn worker(shared: Arc<Shared>, retention: Duration, slots: usize) {
     let mut last_purge = Instant::now() - Duration::from_secs(3600);
+    let mut threads: Vec<std::thread::JoinHandle<()>> = Vec::new();
     while !shared.stop.load(Ordering::Acquire) {
         if last_purge.elapsed() > Duration::from_secs(60) {
             let before = now_ms().saturating_sub(retention.as_millis() as u64);
@@ -472,12 +513,20 @@ fn worker(shared: Arc<Shared>, retention: Duration) {
             }
             last_purge = Instant::now();
         }
+        threads.retain(|t| !t.is_finished());
+        let idle = |shared: &Shared| {
+            let g = lock(&shared.wake.0);
+            let _ = shared.wake.1.wait_timeout(g, Duration::from_millis(500));
+        };
+        if lock(&shared.running).len() >= slots {
+            idle(&shared);
+            continue;
+        }
         let claimed = shared.store().claim_next();
         let job = match claimed {
             Ok(Some(job)) => job,
             Ok(None) => {
-                let g = lock(&shared.wake.0);
-                let _ = shared.wake.1.wait_timeout(g, Duration::from_millis(500));
+                idle(&shared);
                 continue;
             }
             Err(e) => {
@@ -486,31 +535,62 @@ fn worker(shared: Arc<Shared>, retention: Duration) {
                 continue;
             }
         };
-        *lock(&shared.running) = Some((job.id.clone(), job.kind.clone()));
-        let started = Instant::now();
-        let outcome = run_job(&shared, &job);
-        let ok = matches!(outcome, Outcome::Completed(_));
-        match shared.store().finish(&job.id, outcome) {
-            Ok(true) => {
-                let (n, name) = if ok {
-                    (&shared.completed, "completed")
-                } else {
-                    (&shared.failed, "failed")
-                };
-                n.fetch_add(1, Ordering::Relaxed);
-                shared
-                    .metrics
-                    .ended(&job.kind, name, started.elapsed().as_secs_f64());
+        let cancel = Arc::new(CancelToken::default());
+        lock(&shared.running).insert(
+            job.id.clone(),
+            RunningJob {
+                kind: job.kind.clone(),
+                cancel: cancel.clone(),
+            },
+        );
+        let id = job.id.clone();
+        let spawned = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name(format!("proofline-job-{}", &id[..id.len().min(8)]))
+                .spawn(move || prove_claimed(&shared, &job, &cancel))
+        };
+        match spawned {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                // The job stays running in the store and runs again at the next start.
+                eprintln!("error: starting job {id}'s thread: {e}");
+                lock(&shared.running).remove(&id);
+                std::thread::sleep(Duration::from_secs(1));
             }
-            Ok(false) => {} // cancelled while it ran: the result is discarded
-            Err(e) => eprintln!("error: recording job {}: {e}", job.id),
         }
-        *lock(&shared.running) = None;
-        shared.ended.notify_waiters();
+    }
+    for t in threads {
+        let _ = t.join();
     }
 }
 
-fn run_job(shared: &Shared, job: &JobRecord) -> Outcome {
+/// Proves a claimed job and records its outcome.
+fn prove_claimed(shared: &Shared, job: &JobRecord, cancel: &CancelToken) {
+    let started = Instant::now();
+    let outcome = run_job(shared, job, cancel);
+    let ok = matches!(outcome, Outcome::Completed(_));
+    match shared.store().finish(&job.id, outcome) {
+        Ok(true) => {
+            let (n, name) = if ok {
+                (&shared.completed, "completed")
+            } else {
+                (&shared.failed, "failed")
+            };
+            n.fetch_add(1, Ordering::Relaxed);
+            shared
+                .metrics
+                .ended(&job.kind, name, started.elapsed().as_secs_f64());
+        }
+        Ok(false) => {} // cancelled while it ran: the result is discarded
+        Err(e) => eprintln!("error: recording job {}: {e}", job.id),
+    }
+    lock(&shared.running).remove(&job.id);
+    shared.ended.notify_waiters();
+    shared.wake_worker();
+}
+
+fn run_job(shared: &Shared, job: &JobRecord, cancel: &CancelToken) -> Outcome {
     let payload = match shared.store().payload(&job.id) {
         Ok(Some(p)) => p,
         Ok(None) => return Outcome::Failed("the job's payload is missing from the store".into()),
@@ -526,7 +606,9 @@ fn run_job(shared: &Shared, job: &JobRecord) -> Outcome {
     drop(payload);
     let prover = &shared.prover;
     // A panic in a proof fails its job, not the server.
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prover.prove(&accepted))) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        prover.prove(&accepted, cancel)
+    })) {
         Ok(Ok(proven)) => Outcome::Completed(proven.proof),
         Ok(Err(reason)) => Outcome::Failed(reason),
         Err(_) => Outcome::Failed("the prover panicked on this job".into()),
@@ -600,11 +682,12 @@ pub async fn serve(
         store: Mutex::new(Box::new(store)),
         prover: Prover::new(options.prover).map_err(ServeError::Engine)?,
         limits: options.limits,
+        max_queued: options.max_queued,
         started: Instant::now(),
         wake: (Mutex::new(()), Condvar::new()),
         ended: tokio::sync::Notify::new(),
         stop: AtomicBool::new(false),
-        running: Mutex::new(None),
+        running: Mutex::new(BTreeMap::new()),
         completed: AtomicU64::new(0),
         failed: AtomicU64::new(0),
         metrics: Metrics::default(),
@@ -630,10 +713,10 @@ pub async fn serve(
     };
     let worker_thread = {
         let shared = shared.clone();
-        let retention = options.retention;
+        let (retention, slots) = (options.retention, options.concurrent_jobs.max(1));
         std::thread::Builder::new()
             .name("proofline-worker".into())
-            .spawn(move || worker(shared, retention))
+            .spawn(move || worker(shared, retention, slots))
             .map_err(|e| ServeError::Listen(format!("starting the worker: {e}")))?
     };
     if let Some(addr) = options.metrics_listen {
@@ -667,17 +750,16 @@ pub async fn serve(
                 .await
         }
     };
-    // Stopping: no new calls; the running job may finish within the timeout.
+    // Stopping: no new calls; the running jobs may finish within the timeout.
     shared.stop.store(true, Ordering::Release);
     shared.wake_worker();
-    let running = lock(&shared.running).clone();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = worker_thread.join();
         let _ = tx.send(());
     });
     if rx.recv_timeout(options.stop_timeout).is_err() {
-        if let Some((id, _)) = running {
+        for id in lock(&shared.running).keys() {
             eprintln!(
                 "stopping with job {id} unfinished after {:?}: it runs again at the next start",
                 options.stop_timeout

@@ -93,6 +93,8 @@ pub struct NewJob {
     pub priority: i32,
     /// The request's bytes, kept in a file until the job is admitted.
     pub payload: Vec<u8>,
+    /// Jobs queued at most: a new job beyond it is refused ([`Submitted::Full`]).
+    pub max_queued: Option<u64>,
 }
 
 /// A stored job.
@@ -131,6 +133,8 @@ pub enum Submitted {
     Existing(JobRecord),
     /// The same `request_id` with another payload: refused.
     Conflict(JobRecord),
+    /// A new job while the queue holds `max_queued` jobs already: refused, nothing stored.
+    Full(u64),
 }
 
 /// How a job ends.
@@ -291,6 +295,12 @@ impl JobStore for SqliteStore {
             } else {
                 Submitted::Conflict(existing)
             });
+        }
+        if let Some(max) = job.max_queued {
+            let queued: u64 = self.queued()?.iter().map(|q| q.2).sum();
+            if queued >= max {
+                return Ok(Submitted::Full(queued));
+            }
         }
         static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -18,6 +18,7 @@ fn job(request_id: &str, priority: i32, payload: &[u8]) -> NewJob {
         kind: "WINNING_POST".into(),
         priority,
         payload: payload.to_vec(),
+        max_queued: None,
     }
 }
 
@@ -57,6 +58,33 @@ fn the_same_request_twice_is_one_job_and_another_payload_is_refused() {
     }
     // The payload left with the job's end.
     assert_eq!(store.payload(&first.id).unwrap(), None);
+}
+
+#[test]
+fn a_full_queue_refuses_new_jobs_but_answers_resent_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(dir.path()).unwrap();
+    let limited = |id: &str, payload: &[u8]| NewJob {
+        max_queued: Some(2),
+        ..job(id, 2, payload)
+    };
+    let a = new(store.submit(limited("a", b"a")).unwrap());
+    new(store.submit(limited("b", b"b")).unwrap());
+    match store.submit(limited("c", b"c")).unwrap() {
+        Submitted::Full(n) => assert_eq!(n, 2),
+        other => panic!("{other:?}"),
+    }
+    assert!(store.get("c").unwrap().is_none());
+    // A resent request is answered whatever the queue holds.
+    match store.submit(limited("a", b"a")).unwrap() {
+        Submitted::Existing(r) => assert_eq!(r.id, a.id),
+        other => panic!("{other:?}"),
+    }
+    // A claimed job leaves the queue: room for one more.
+    store.claim_next().unwrap().unwrap();
+    new(store.submit(limited("c", b"c")).unwrap());
+    // Without a limit, no refusal.
+    new(store.submit(job("d", 2, b"d")).unwrap());
 }
 
 #[test]

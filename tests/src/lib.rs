@@ -231,7 +231,8 @@ impl Gate {
         self.arrived.load(Ordering::Acquire)
     }
 
-    fn pass(&self) {
+    /// Waits at the gate until it is open (counted in [`Gate::arrived`]).
+    pub fn pass(&self) {
         self.arrived.fetch_add(1, Ordering::AcqRel);
         let mut open = self.open.lock().unwrap();
         while !*open {

@@ -342,19 +342,53 @@ fn cancelling_a_job_frees_everything() {
     assert!(ledger.snapshot().is_balanced());
 }
 
-/// A circuit that logs the order in which synthesis starts.
+/// A circuit that logs the order in which synthesis starts, and may wait at a gate there.
 #[derive(Clone)]
 struct Logged {
     tag: (usize, usize),
     log: Arc<Mutex<Vec<(usize, usize)>>>,
+    hold: Option<Arc<Gate>>,
     inner: RandomCircuit,
 }
 
 impl Circuit<Scalar> for Logged {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         self.log.lock().unwrap().push(self.tag);
+        if let Some(g) = &self.hold {
+            g.pass();
+        }
         self.inner.synthesize(cs)
     }
+}
+
+fn logged_engine(gate: Arc<Gate>) -> Engine<Logged, CpuSynthesizer> {
+    Engine::new(
+        Config {
+            synthesis_workers: 1,
+            synthesis_threads: 1,
+            ..Config::default()
+        },
+        CpuSynthesizer,
+        Arc::new(TestBackend::new(gate, vec![])),
+        Arc::new(CpuBackend),
+    )
+    .unwrap()
+}
+
+fn logged(
+    job: usize,
+    partitions: usize,
+    log: &Arc<Mutex<Vec<(usize, usize)>>>,
+    hold: Option<&Arc<Gate>>,
+) -> Vec<Logged> {
+    (0..partitions)
+        .map(|p| Logged {
+            tag: (job, p),
+            log: log.clone(),
+            hold: hold.filter(|_| p == 0).cloned(),
+            inner: circuit(job, p),
+        })
+        .collect()
 }
 
 #[test]
@@ -362,29 +396,11 @@ fn permits_go_oldest_job_first_lowest_partition_first() {
     let (prepared, _) = setup();
     let log = Arc::new(Mutex::new(Vec::new()));
     let gate = Gate::closed();
-    let config = Config {
-        synthesis_workers: 1,
-        synthesis_threads: 1,
-        ..Config::default()
-    };
-    let engine: Engine<Logged, CpuSynthesizer> = Engine::new(
-        config,
-        CpuSynthesizer,
-        Arc::new(TestBackend::new(gate.clone(), vec![])),
-        Arc::new(CpuBackend),
-    )
-    .unwrap();
+    let engine = logged_engine(gate.clone());
     let handles: Vec<_> = (0..3)
         .map(|j| {
-            let circuits = (0..4)
-                .map(|p| Logged {
-                    tag: (j, p),
-                    log: log.clone(),
-                    inner: circuit(j, p),
-                })
-                .collect();
             engine
-                .submit(&prepared, circuits, &mut rand::thread_rng())
+                .submit(&prepared, logged(j, 4, &log, None), &mut rand::thread_rng())
                 .unwrap()
         })
         .collect();
@@ -397,6 +413,64 @@ fn permits_go_oldest_job_first_lowest_partition_first() {
     want.sort();
     assert_eq!(got, want);
     assert_eq!(got.len(), 12);
+}
+
+#[test]
+fn a_higher_priority_job_takes_the_next_partition_boundary() {
+    let (prepared, pvk) = setup();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    // Job 0's first partition waits in synthesis (holding the only permit) while the others
+    // are submitted: two of priority 0, then two of priority 5.
+    let hold = Gate::closed();
+    let engine = logged_engine(Gate::opened());
+    let mut rng = rand::thread_rng();
+    let first = engine
+        .submit(&prepared, logged(0, 4, &log, Some(&hold)), &mut rng)
+        .unwrap();
+    wait_until("job 0's first partition in synthesis", || {
+        hold.arrived() >= 1
+    });
+    let mut handles = vec![(0, first)];
+    for (job, priority) in [(1, 0), (2, 5), (3, 5)] {
+        let h = engine
+            .submit_with_priority(&prepared, logged(job, 2, &log, None), priority, &mut rng)
+            .unwrap();
+        handles.push((job, h));
+    }
+    hold.open();
+    for (job, h) in handles {
+        check_job(&pvk, job, &h.wait().unwrap());
+    }
+    let got = log.lock().unwrap().clone();
+    // The partition already started, then priority 5 in submission order, then the rest of
+    // job 0 (older) before job 1.
+    let want = vec![
+        (0, 0),
+        (2, 0),
+        (2, 1),
+        (3, 0),
+        (3, 1),
+        (0, 1),
+        (0, 2),
+        (0, 3),
+        (1, 0),
+        (1, 1),
+    ];
+    assert_eq!(got, want);
+    // Its twin: all at priority 0, submission order holds.
+    let log0 = Arc::new(Mutex::new(Vec::new()));
+    let hold = Gate::closed();
+    let first = engine
+        .submit(&prepared, logged(0, 2, &log0, Some(&hold)), &mut rng)
+        .unwrap();
+    wait_until("the first partition in synthesis", || hold.arrived() >= 1);
+    let second = engine
+        .submit_with_priority(&prepared, logged(1, 2, &log0, None), 0, &mut rng)
+        .unwrap();
+    hold.open();
+    first.wait().unwrap();
+    second.wait().unwrap();
+    assert_eq!(*log0.lock().unwrap(), vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
 }
 
 #[test]

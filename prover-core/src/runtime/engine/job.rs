@@ -119,12 +119,32 @@ impl JobHandle {
     /// their next stage boundary, and everything they hold is freed. `wait` then returns
     /// `Error::Cancelled` (unless the job had already finished or failed).
     pub fn cancel(&self) {
-        let mut err = lock(&self.state.error);
-        if err.is_none() {
-            *err = Some(Error::Cancelled);
-        }
-        self.state.cancelled.store(true, Ordering::Release);
+        cancel(&self.state);
     }
+
+    /// A handle that cancels this job from another thread than the one waiting for it.
+    pub fn canceller(&self) -> JobCanceller {
+        JobCanceller(self.state.clone())
+    }
+}
+
+/// Cancels a job (as [`JobHandle::cancel`]) from anywhere; cloned freely.
+#[derive(Clone)]
+pub struct JobCanceller(Arc<JobState>);
+
+impl JobCanceller {
+    /// Cancels the job: see [`JobHandle::cancel`].
+    pub fn cancel(&self) {
+        cancel(&self.0);
+    }
+}
+
+fn cancel(state: &JobState) {
+    let mut err = lock(&state.error);
+    if err.is_none() {
+        *err = Some(Error::Cancelled);
+    }
+    state.cancelled.store(true, Ordering::Release);
 }
 
 /// A partition on its way through the stages: what it holds travels with it.

@@ -55,8 +55,8 @@ pub use config::{
     estimate_buffers, estimate_bytes, estimate_partition_bytes, Config, DeviceStats, EngineStats,
     PartitionBytes, ReleasePolicy, MAX_SLOTS, MAX_THREADS,
 };
-pub use job::JobHandle;
 use job::{InFlight, JobState};
+pub use job::{JobCanceller, JobHandle};
 
 /// Indices of [`Core::stage_nanos`].
 const SYNTHESIS: usize = 0;
@@ -130,6 +130,7 @@ impl Core {
 
 struct PendingJob<C> {
     state: Arc<JobState>,
+    priority: i32,
     circuits: VecDeque<(usize, C)>,
 }
 
@@ -417,7 +418,21 @@ where
         circuits: Vec<C>,
         rng: &mut impl rand_core::RngCore,
     ) -> Result<JobHandle> {
-        self.submit_job(prepared, circuits, None, rng)
+        self.submit_job(prepared, circuits, None, 0, rng)
+    }
+
+    /// Submits a job like [`Engine::submit`], scheduled by `priority`: at each partition
+    /// boundary (a synthesis permit granted) the next partition is taken from the pending job
+    /// of the highest priority, and among equal priorities from the oldest. Partitions already
+    /// synthesized keep their place in the accelerator queue. [`Engine::submit`] is priority 0.
+    pub fn submit_with_priority(
+        &self,
+        prepared: &PreparedParameters,
+        circuits: Vec<C>,
+        priority: i32,
+        rng: &mut impl rand_core::RngCore,
+    ) -> Result<JobHandle> {
+        self.submit_job(prepared, circuits, None, priority, rng)
     }
 
     /// Submits a job with its statement: `inputs[k]` are the public inputs (without the constant
@@ -442,7 +457,7 @@ where
                 ),
             });
         }
-        self.submit_job(prepared, circuits, Some(inputs), rng)
+        self.submit_job(prepared, circuits, Some(inputs), 0, rng)
     }
 
     fn submit_job(
@@ -450,6 +465,7 @@ where
         prepared: &PreparedParameters,
         circuits: Vec<C>,
         statement: Option<Vec<Vec<Scalar>>>,
+        priority: i32,
         rng: &mut impl rand_core::RngCore,
     ) -> Result<JobHandle> {
         prepared.check_backend(self.backend.name())?;
@@ -484,6 +500,7 @@ where
             lock(&core.first_submit).get_or_insert_with(Instant::now);
             lock(&self.shared.pending).push_back(PendingJob {
                 state: state.clone(),
+                priority,
                 circuits: circuits.into_iter().enumerate().collect(),
             });
             self.shared.pending_cv.notify_all();

@@ -25,8 +25,8 @@ pub(super) struct HandOff {
     permit: Option<Permit>,
 }
 
-/// Grants permits in order (oldest job first, lowest partition first) and starts synthesis
-/// tasks; reserves each partition's bytes from the budget before its synthesis starts.
+/// Grants permits in order (highest priority first, then the oldest job, lowest partition
+/// first) and starts synthesis tasks; reserves each partition's bytes from the budget before its synthesis starts.
 pub(super) fn dispatch<C, S>(
     shared: Arc<Shared<C, S>>,
     tasks: Sender<Task>,
@@ -43,10 +43,14 @@ pub(super) fn dispatch<C, S>(
         let next = {
             let mut pending = lock(&shared.pending);
             loop {
-                while pending.front().is_some_and(|j| j.circuits.is_empty()) {
-                    pending.pop_front();
-                }
-                if let Some(job) = pending.front_mut() {
+                pending.retain(|j| !j.circuits.is_empty());
+                // The highest priority; the oldest among equals (jobs are in submission order).
+                let best = pending
+                    .iter()
+                    .enumerate()
+                    .max_by_key(|(i, j)| (j.priority, std::cmp::Reverse(*i)))
+                    .map(|(i, _)| i);
+                if let Some(job) = best.and_then(|i| pending.get_mut(i)) {
                     if let Some((index, circuit)) = job.circuits.pop_front() {
                         break Some((job.state.clone(), index, circuit));
                     }

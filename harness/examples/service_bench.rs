@@ -1,0 +1,491 @@
+//! The proving service against cold processes, side by side on one machine: 2 KiB PoRep C2
+//! through `proofline serve` (parameters and kernels warm) against `proofline c2` once per
+//! sector, and against filecoin-proofs' `seal_commit_phase2` (`porep_bench c2-filecoin`, when
+//! given); the latency of a WinningPoSt with the server idle and with C2 jobs queued (p50, p99);
+//! the server's peak RSS beside the ledger's peak and the parameters it holds. Every proof is
+//! checked (`verify_seal`, `verify_winning_post`) before its time counts.
+//!
+//! ```sh
+//! cargo build --release -p harness --bin proofline --example service_bench
+//! cargo build --release -p proofline-filecoin --example porep_bench      # the peer (optional)
+//! target/release/examples/service_bench --proofline target/release/proofline \
+//!   --porep-bench target/release/examples/porep_bench --dir target/service-bench \
+//!   [--backend cuda] [--record docs/records/service.jsonl]
+//! ```
+//!
+//! Parameters come from `DIR/params` (generated on the first run).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use clap::Parser;
+use proofline_filecoin::c1::AnyC1;
+use proofline_filecoin::filecoin_proofs::{
+    verify_winning_post, PoStType, PublicReplicaInfo, SECTOR_SIZE_2_KIB,
+};
+use proofline_filecoin::porep::{self, SealStatement, SectorInfo};
+use proofline_filecoin::seal::seal_random_sector;
+use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
+use proofline_filecoin::{post_config, vanilla_proofs, Tree2KiB};
+use proofline_records::{Peer, Provenance, Record};
+use proofline_service::client::{connect, porep_request, Client};
+use proofline_service::listen::Listen;
+use proofline_service::proto::{
+    AwaitProofRequest, GetMetricsRequest, PreloadSrsRequest, Priority, ProofKind,
+    SubmitProofRequest,
+};
+
+const MINER: u64 = 1000;
+
+#[derive(Parser, Debug)]
+struct Args {
+    /// The `proofline` binary.
+    #[arg(long)]
+    proofline: PathBuf,
+    /// filecoin-proofs' side (`porep_bench` of proofline-filecoin's examples), if measured.
+    #[arg(long = "porep-bench")]
+    porep_bench: Option<PathBuf>,
+    /// The working folder (sector, parameters, the server's data).
+    #[arg(long)]
+    dir: PathBuf,
+    /// cpu, cuda or opencl, for the server and the cold processes alike.
+    #[arg(long, default_value = "cpu")]
+    backend: String,
+    /// Synthesis workers, for the server and the cold processes alike.
+    #[arg(long, default_value_t = 2)]
+    pw: usize,
+    /// C2 proofs per way of proving.
+    #[arg(long, default_value_t = 6)]
+    c2: usize,
+    /// WinningPoSt proofs per latency figure.
+    #[arg(long, default_value_t = 20)]
+    post: usize,
+    /// Append the figures as records to this JSON Lines file.
+    #[arg(long)]
+    record: Option<PathBuf>,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The nearest-rank percentile `p` (0-100).
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+    v[rank.min(v.len()) - 1]
+}
+
+fn run(cmd: &mut Command) -> Result<String> {
+    let o = cmd.output().with_context(|| format!("running {cmd:?}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    ensure!(o.status.success(), "{cmd:?} failed:\n{text}");
+    Ok(text)
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn peak_rss_of(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(name)
+            .and_then(|v| v.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+async fn prove(c: &mut Client, request: SubmitProofRequest) -> Result<Vec<u8>> {
+    let id = c.submit_proof(request).await?.into_inner().job_id;
+    await_proof(c, id).await
+}
+
+async fn await_proof(c: &mut Client, id: String) -> Result<Vec<u8>> {
+    let r = c
+        .await_proof(AwaitProofRequest {
+            job_id: id.clone(),
+            timeout_ms: 0,
+        })
+        .await?
+        .into_inner();
+    ensure!(r.status == 1, "job {id}: {r:?}");
+    Ok(r.proof)
+}
+
+struct Post {
+    randomness: [u8; 32],
+    winning: Vec<Vec<u8>>,
+    public: Vec<(
+        proofline_filecoin::storage_proofs_core::sector::SectorId,
+        PublicReplicaInfo,
+    )>,
+}
+
+impl Post {
+    fn new(dir: &Path) -> Result<Post> {
+        let prover_id = porep::actor_prover_id(MINER);
+        let mut rng = rand::thread_rng();
+        let sealed = seal_random_sector::<Tree2KiB>(dir, SECTOR_SIZE_2_KIB, prover_id, &mut rng)?;
+        let randomness = porep::field_bytes(&mut rng);
+        let config = post_config(SECTOR_SIZE_2_KIB, PoStType::Winning, ApiVersion::V1_0_0)?;
+        let private = [(sealed.sector_id, sealed.private_info()?)];
+        let winning = vanilla_proofs::<Tree2KiB>(&config, &randomness, prover_id, &private)?
+            .iter()
+            .map(bincode::serialize)
+            .collect::<Result<_, _>>()?;
+        Ok(Post {
+            randomness,
+            winning,
+            public: vec![(sealed.sector_id, sealed.public_info()?)],
+        })
+    }
+
+    fn request(&self, id: &str) -> SubmitProofRequest {
+        SubmitProofRequest {
+            request_id: id.into(),
+            proof_kind: ProofKind::WinningPost as i32,
+            sector_size: 2048,
+            registered_proof: 0, // StackedDrgWinning2KiBV1
+            vanilla_proofs: self.winning.clone(),
+            miner_id: MINER,
+            randomness: self.randomness.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    fn verify(&self, proof: &[u8]) -> Result<()> {
+        let config = post_config(SECTOR_SIZE_2_KIB, PoStType::Winning, ApiVersion::V1_0_0)?;
+        ensure!(
+            verify_winning_post::<Tree2KiB>(
+                &config,
+                &self.randomness,
+                &self.public,
+                porep::actor_prover_id(MINER),
+                proof,
+            )?,
+            "a WinningPoSt proof does not verify"
+        );
+        Ok(())
+    }
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let dir = std::path::absolute(&args.dir)?;
+    let params = dir.join("params");
+    std::fs::create_dir_all(&params)?;
+    // This process verifies with filecoin-proofs, which reads its parameter folder from here.
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
+    let bin = |b: &Path| {
+        let mut c = Command::new(b);
+        c.env("FIL_PROOFS_PARAMETER_CACHE", &params);
+        c
+    };
+    let pw = args.pw.to_string();
+
+    // The sector, sealed for the miner (once per folder).
+    let c1_dir = dir.join("c1");
+    if !c1_dir.join("c1.json").exists() {
+        run(bin(&args.proofline)
+            .args(["filecoin", "seal", "--sector-size", "2KiB", "--miner-id"])
+            .arg(MINER.to_string())
+            .arg("--out")
+            .arg(&c1_dir))?;
+    }
+    let c1_json = std::fs::read(c1_dir.join("c1.json"))?;
+    let info: SectorInfo = serde_json::from_slice(&std::fs::read(c1_dir.join("sector.json"))?)?;
+    let c1 = AnyC1::from_json(&std::fs::read(c1_dir.join("c1-raw.json"))?, 2048)?;
+    let statement = SealStatement::of(
+        &info.spec()?.config()?,
+        &c1,
+        info.prover_id()?,
+        info.sector_id,
+    );
+    let post = Post::new(&dir.join("post"))?;
+
+    // Cold: one process per proof (the first run also generates missing parameters and
+    // writes their native copies: it is not counted).
+    let c2 = |out: &Path| -> Result<f64> {
+        let t = Instant::now();
+        run(bin(&args.proofline)
+            .args(["c2", "--c1"])
+            .arg(c1_dir.join("c1.json"))
+            .args(["--backend", &args.backend, "--pw", &pw, "--out"])
+            .arg(out))?;
+        let s = t.elapsed().as_secs_f64();
+        ensure!(
+            statement.verify(&std::fs::read(out)?)?,
+            "a cold proof does not verify"
+        );
+        Ok(s)
+    };
+    let out = dir.join("proof.bin");
+    c2(&out)?;
+    let mut cold: Vec<f64> = (0..args.c2).map(|_| c2(&out)).collect::<Result<_>>()?;
+    let cold_median = median(&mut cold);
+    println!(
+        "cold proofline c2: median {cold_median:.2} s of {}",
+        args.c2
+    );
+
+    // filecoin-proofs' seal_commit_phase2: each porep_bench run proves twice in one process.
+    let mut peer: Vec<f64> = Vec::new();
+    if let Some(pb) = &args.porep_bench {
+        for _ in 0..args.c2.div_ceil(2) {
+            let text = run(bin(pb).args(["c2-filecoin"]).arg(&c1_dir))?;
+            for line in text.lines() {
+                if let Some(rest) = line.strip_prefix("step c2-filecoin-") {
+                    let s: f64 = rest
+                        .split_whitespace()
+                        .nth(2)
+                        .and_then(|v| v.parse().ok())
+                        .context("porep_bench's step line")?;
+                    peer.push(s);
+                }
+            }
+        }
+        println!(
+            "filecoin-proofs seal_commit_phase2: median {:.2} s of {}",
+            median(&mut peer),
+            peer.len()
+        );
+    }
+
+    // Warm: one server, parameters preloaded.
+    let data = dir.join("data");
+    let _ = std::fs::remove_dir_all(&data);
+    let socket = data.join("proofline.sock");
+    let server = Server(
+        bin(&args.proofline)
+            .args(["serve", "--data-dir"])
+            .arg(&data)
+            .args(["--backend", &args.backend, "--pw", &pw])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()?,
+    );
+    let t = Instant::now();
+    while !socket.exists() {
+        ensure!(
+            t.elapsed() < Duration::from_secs(120),
+            "the server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let rt = tokio::runtime::Runtime::new()?;
+    let warm = rt.block_on(async {
+        let mut c = connect(&Listen::Unix(socket.clone()), None, 256 << 20)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        for id in ["porep-2k", "winning-2k"] {
+            c.preload_srs(PreloadSrsRequest {
+                circuit_id: id.into(),
+            })
+            .await?;
+        }
+        let request = |id: String| {
+            porep_request(&c1_json, id, info.sector_id, MINER, Priority::Unspecified)
+                .map_err(anyhow::Error::msg)
+        };
+        // One at a time: each proof's latency.
+        let mut one = Vec::new();
+        for i in 0..args.c2 {
+            let t = Instant::now();
+            let proof = prove(&mut c, request(format!("one-{i}"))?).await?;
+            one.push(t.elapsed().as_secs_f64());
+            ensure!(statement.verify(&proof)?, "a warm proof does not verify");
+        }
+        // All at once: the rate.
+        let t = Instant::now();
+        let mut ids = Vec::new();
+        for i in 0..args.c2 {
+            ids.push(
+                c.submit_proof(request(format!("all-{i}"))?)
+                    .await?
+                    .into_inner()
+                    .job_id,
+            );
+        }
+        for id in ids {
+            let proof = await_proof(&mut c, id).await?;
+            ensure!(statement.verify(&proof)?, "a warm proof does not verify");
+        }
+        let rate = args.c2 as f64 * 60.0 / t.elapsed().as_secs_f64();
+        // WinningPoSt idle, then behind queued C2 jobs.
+        let mut idle = Vec::new();
+        for i in 0..args.post {
+            let t = Instant::now();
+            let proof = prove(&mut c, post.request(&format!("idle-{i}"))).await?;
+            idle.push(t.elapsed().as_secs_f64());
+            post.verify(&proof)?;
+        }
+        let mut queued = Vec::new();
+        for i in 0..args.c2 {
+            queued.push(
+                c.submit_proof(request(format!("load-{i}"))?)
+                    .await?
+                    .into_inner()
+                    .job_id,
+            );
+        }
+        let mut loaded = Vec::new();
+        for i in 0..args.post {
+            let t = Instant::now();
+            let proof = prove(&mut c, post.request(&format!("loaded-{i}"))).await?;
+            loaded.push(t.elapsed().as_secs_f64());
+            post.verify(&proof)?;
+        }
+        let mut c2_left = 0;
+        for id in queued {
+            let r = c
+                .await_proof(AwaitProofRequest {
+                    job_id: id.clone(),
+                    timeout_ms: 1,
+                })
+                .await?
+                .into_inner();
+            if r.status != 1 {
+                c2_left += 1;
+            }
+            let proof = await_proof(&mut c, id).await?;
+            ensure!(statement.verify(&proof)?, "a warm proof does not verify");
+        }
+        let metrics = c
+            .get_metrics(GetMetricsRequest {})
+            .await?
+            .into_inner()
+            .prometheus_text;
+        anyhow::Ok((one, rate, idle, loaded, c2_left, metrics))
+    })?;
+    let (mut one, rate, mut idle, mut loaded, c2_left, metrics) = warm;
+    let server_rss = peak_rss_of(server.0.id()).context("the server's peak RSS")?;
+    drop(server);
+    if c2_left == 0 {
+        bail!(
+            "every queued C2 job had finished when the last WinningPoSt did: the latency under \
+             load was not measured under load (raise --c2 or lower --post)"
+        );
+    }
+    let one_median = median(&mut one);
+    let cold_rate = 60.0 / cold_median;
+    let ledger_peak = metric(&metrics, "proofline_ledger_total_bytes_peak").unwrap_or(0.0);
+    let params_bytes = metric(&metrics, "proofline_parameters_bytes").unwrap_or(0.0);
+    let (idle50, idle99) = (percentile(&mut idle, 50.0), percentile(&mut idle, 99.0));
+    let (load50, load99) = (percentile(&mut loaded, 50.0), percentile(&mut loaded, 99.0));
+    println!(
+        "warm serve: one at a time median {one_median:.2} s; {} at once {rate:.2} proofs/min \
+         (cold c2 {cold_rate:.2} proofs/min: {:.2} x)",
+        args.c2,
+        rate / cold_rate
+    );
+    println!(
+        "WinningPoSt: idle p50 {idle50:.3} s p99 {idle99:.3} s; with {} C2 queued p50 {load50:.3} \
+         s p99 {load99:.3} s ({c2_left} C2 jobs still unfinished at the last); target p99 <= \
+         {:.3} s (idle p99 + one C2 partition)",
+        args.c2,
+        idle99 + one_median
+    );
+    println!(
+        "server peak RSS {:.1} MiB; ledger peak {:.1} MiB, parameters held {:.1} MiB",
+        server_rss as f64 / 1048576.0,
+        ledger_peak / 1048576.0,
+        params_bytes / 1048576.0
+    );
+
+    if let Some(path) = &args.record {
+        let p = Provenance::here();
+        let command = format!(
+            "cargo build --release -p harness --bin proofline --example service_bench && \
+             cargo build --release -p proofline-filecoin --example porep_bench && \
+             service_bench --proofline target/release/proofline --porep-bench \
+             target/release/examples/porep_bench --dir DIR --backend {} --pw {} --c2 {} --post {}",
+            args.backend, args.pw, args.c2, args.post
+        );
+        let record = |case: &str, metric: &str, unit: &str, ours: f64, peers: Vec<Peer>| Record {
+            date: p.date.clone(),
+            commit: p.commit.clone(),
+            machine: p.machine.clone(),
+            command: command.clone(),
+            table: Some("service".into()),
+            case: case.into(),
+            metric: metric.into(),
+            unit: unit.into(),
+            ours: proofline_records::significant(ours, 3),
+            peers,
+            extra: BTreeMap::new(),
+            note: None,
+            headline: None,
+        };
+        let backend = &args.backend;
+        let mut peers = vec![Peer {
+            name: "proofline c2, one process per proof".into(),
+            value: proofline_records::significant(cold_rate, 3),
+        }];
+        if !peer.is_empty() {
+            peers.push(Peer {
+                name: "filecoin-proofs seal_commit_phase2".into(),
+                value: proofline_records::significant(60.0 / median(&mut peer), 3),
+            });
+        }
+        for r in [
+            record(
+                &format!("2 KiB C2 through serve, {} at once ({backend})", args.c2),
+                "proofs per minute",
+                "proofs/min",
+                rate,
+                peers,
+            ),
+            record(
+                &format!("WinningPoSt latency, idle ({backend})"),
+                &format!("p99 of {}", args.post),
+                "s",
+                idle99,
+                vec![],
+            ),
+            record(
+                &format!("WinningPoSt latency, {} C2 queued ({backend})", args.c2),
+                &format!("p99 of {}", args.post),
+                "s",
+                load99,
+                vec![],
+            ),
+            record(
+                &format!("server peak RSS ({backend})"),
+                "VmHWM after the runs",
+                "MiB",
+                server_rss as f64 / 1048576.0,
+                vec![],
+            ),
+        ] {
+            r.check().map_err(anyhow::Error::msg)?;
+            proofline_records::append(path, &r)?;
+        }
+        println!("records appended to {}", path.display());
+    }
+    Ok(())
+}

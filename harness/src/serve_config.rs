@@ -1,0 +1,352 @@
+//! `proofline serve`'s settings: each from its flag when given, else from the TOML file
+//! `--config` names (the flags' names as keys, `data-dir = "/var/lib/proofline"`), else its
+//! default. An unknown key, a value of the wrong type or a malformed size is an error naming the
+//! key and the file.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use proofline_service::listen::Listen;
+use serde::Deserialize;
+
+use crate::config::BackendKind;
+use crate::units::{parse_pw, parse_size};
+
+/// The settings a config file may hold (every one optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ServeFile {
+    /// `unix:///PATH` or `HOST:PORT`.
+    pub listen: Option<String>,
+    /// The job store's directory.
+    pub data_dir: Option<PathBuf>,
+    /// The bearer token's file.
+    pub auth_token_file: Option<PathBuf>,
+    /// The largest gRPC message (`256MiB` or bytes).
+    pub max_message_size: Option<Size>,
+    /// Synthesis workers.
+    pub pw: Option<usize>,
+    /// Jobs proven at once.
+    pub concurrent_jobs: Option<usize>,
+    /// The engine's byte budget.
+    pub mem_budget: Option<Size>,
+    /// Bytes of parameters kept loaded at most.
+    pub params_budget: Option<Size>,
+    /// Jobs queued at most.
+    pub max_queued: Option<u64>,
+    /// `HOST:PORT` for `/metrics` and `/status`.
+    pub metrics_listen: Option<String>,
+    /// Hours a finished job's result is kept.
+    pub retention_hours: Option<u64>,
+    /// Seconds a stop waits for the running jobs.
+    pub stop_timeout: Option<u64>,
+    /// `cpu`, `cuda` or `opencl`.
+    pub backend: Option<BackendKind>,
+    /// Device ordinals.
+    pub gpus: Option<Vec<usize>>,
+    /// Accelerator workers per device.
+    pub gpu_workers: Option<usize>,
+    /// OpenCL devices.
+    pub opencl_device: Option<String>,
+    /// Device memory cap per device.
+    pub gpu_mem_limit: Option<Size>,
+    /// Where parameter files are (`FIL_PROOFS_PARAMETER_CACHE` when unset).
+    pub parameter_cache: Option<PathBuf>,
+    /// Check every parameter point.
+    pub check_params: Option<bool>,
+    /// Never write or map native parameter copies.
+    pub no_native_params: Option<bool>,
+}
+
+/// A size in a config file: bytes, or a string with a unit (`"64GiB"`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Size {
+    /// Bytes.
+    Bytes(u64),
+    /// With a unit.
+    Text(String),
+}
+
+impl Size {
+    fn bytes(&self, key: &str) -> anyhow::Result<u64> {
+        match self {
+            Size::Bytes(b) => Ok(*b),
+            Size::Text(t) => parse_size(t).map_err(|e| anyhow::anyhow!("{key}: {e}")),
+        }
+    }
+}
+
+impl ServeFile {
+    /// Reads and parses `path`.
+    pub fn read(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the config file {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("the config file {}", path.display()))
+    }
+
+    /// Parses a config file's text.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        Ok(toml::from_str(text)?)
+    }
+}
+
+/// Every setting resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeSettings {
+    /// Where to listen (none: the socket in the data directory).
+    pub listen: Option<Listen>,
+    /// The job store's directory.
+    pub data_dir: PathBuf,
+    /// The bearer token's file.
+    pub auth_token_file: Option<PathBuf>,
+    /// The largest gRPC message.
+    pub max_message_size: u64,
+    /// Synthesis workers.
+    pub pw: usize,
+    /// Jobs proven at once.
+    pub concurrent_jobs: usize,
+    /// The engine's byte budget.
+    pub mem_budget: Option<u64>,
+    /// Bytes of parameters kept loaded at most.
+    pub params_budget: Option<u64>,
+    /// Jobs queued at most.
+    pub max_queued: Option<u64>,
+    /// Where to serve `/metrics` and `/status`.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Hours a finished job's result is kept.
+    pub retention_hours: u64,
+    /// Seconds a stop waits for the running jobs.
+    pub stop_timeout: u64,
+    /// The backend.
+    pub backend: BackendKind,
+    /// Device ordinals (empty: the first).
+    pub gpus: Vec<usize>,
+    /// Accelerator workers per device.
+    pub gpu_workers: usize,
+    /// OpenCL devices.
+    pub opencl_device: Option<String>,
+    /// Device memory cap per device.
+    pub gpu_mem_limit: Option<u64>,
+    /// Where parameter files are (none: `FIL_PROOFS_PARAMETER_CACHE` or its default).
+    pub parameter_cache: Option<PathBuf>,
+    /// Check every parameter point.
+    pub check_params: bool,
+    /// Never write or map native parameter copies.
+    pub no_native_params: bool,
+}
+
+/// The flags, each `None` (or empty, or false) when not given.
+#[derive(Debug, Default)]
+pub struct ServeFlags {
+    /// `--listen`.
+    pub listen: Option<Listen>,
+    /// `--data-dir`.
+    pub data_dir: Option<PathBuf>,
+    /// `--auth-token-file`.
+    pub auth_token_file: Option<PathBuf>,
+    /// `--max-message-size`.
+    pub max_message_size: Option<u64>,
+    /// `--pw`.
+    pub pw: Option<usize>,
+    /// `--concurrent-jobs`.
+    pub concurrent_jobs: Option<usize>,
+    /// `--mem-budget`.
+    pub mem_budget: Option<u64>,
+    /// `--params-budget`.
+    pub params_budget: Option<u64>,
+    /// `--max-queued`.
+    pub max_queued: Option<u64>,
+    /// `--metrics-listen`.
+    pub metrics_listen: Option<SocketAddr>,
+    /// `--retention-hours`.
+    pub retention_hours: Option<u64>,
+    /// `--stop-timeout`.
+    pub stop_timeout: Option<u64>,
+    /// `--backend`.
+    pub backend: Option<BackendKind>,
+    /// `--gpus`.
+    pub gpus: Vec<usize>,
+    /// `--gpu-workers`.
+    pub gpu_workers: Option<usize>,
+    /// `--opencl-device`.
+    pub opencl_device: Option<String>,
+    /// `--gpu-mem-limit`.
+    pub gpu_mem_limit: Option<u64>,
+    /// `--parameter-cache`.
+    pub parameter_cache: Option<PathBuf>,
+    /// `--check-params`.
+    pub check_params: bool,
+    /// `--no-native-params`.
+    pub no_native_params: bool,
+}
+
+fn size(flag: Option<u64>, file: &Option<Size>, key: &str) -> anyhow::Result<Option<u64>> {
+    match (flag, file) {
+        (Some(v), _) => Ok(Some(v)),
+        (None, Some(s)) => s.bytes(key).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+fn workers(
+    flag: Option<usize>,
+    file: Option<usize>,
+    key: &str,
+    default: usize,
+) -> anyhow::Result<usize> {
+    match (flag, file) {
+        (Some(v), _) => Ok(v),
+        (None, Some(v)) => parse_pw(&v.to_string()).map_err(|e| anyhow::anyhow!("{key}: {e}")),
+        (None, None) => Ok(default),
+    }
+}
+
+impl ServeSettings {
+    /// `flags` over `file` over the defaults; refuses what cannot run (no data directory,
+    /// a zero budget, message size or queue limit, device options on the CPU backend).
+    pub fn resolve(flags: ServeFlags, file: ServeFile) -> anyhow::Result<Self> {
+        let listen = match (flags.listen, &file.listen) {
+            (Some(l), _) => Some(l),
+            (None, Some(s)) => Some(s.parse().map_err(|e| anyhow::anyhow!("listen: {e}"))?),
+            (None, None) => None,
+        };
+        let metrics_listen = match (flags.metrics_listen, &file.metrics_listen) {
+            (Some(a), _) => Some(a),
+            (None, Some(s)) => Some(
+                s.parse()
+                    .map_err(|e| anyhow::anyhow!("metrics-listen: {s:?}: {e}"))?,
+            ),
+            (None, None) => None,
+        };
+        let settings = ServeSettings {
+            listen,
+            data_dir: flags
+                .data_dir
+                .or(file.data_dir)
+                .context("no data directory: pass --data-dir DIR or set data-dir in --config")?,
+            auth_token_file: flags.auth_token_file.or(file.auth_token_file),
+            max_message_size: size(
+                flags.max_message_size,
+                &file.max_message_size,
+                "max-message-size",
+            )?
+            .unwrap_or(256 << 20),
+            pw: workers(flags.pw, file.pw, "pw", 2)?,
+            concurrent_jobs: workers(
+                flags.concurrent_jobs,
+                file.concurrent_jobs,
+                "concurrent-jobs",
+                2,
+            )?,
+            mem_budget: size(flags.mem_budget, &file.mem_budget, "mem-budget")?,
+            params_budget: size(flags.params_budget, &file.params_budget, "params-budget")?,
+            max_queued: flags.max_queued.or(file.max_queued),
+            metrics_listen,
+            retention_hours: flags.retention_hours.or(file.retention_hours).unwrap_or(24),
+            stop_timeout: flags.stop_timeout.or(file.stop_timeout).unwrap_or(300),
+            backend: flags.backend.or(file.backend).unwrap_or(BackendKind::Cpu),
+            gpus: if flags.gpus.is_empty() {
+                file.gpus.unwrap_or_default()
+            } else {
+                flags.gpus
+            },
+            gpu_workers: workers(flags.gpu_workers, file.gpu_workers, "gpu-workers", 1)?,
+            opencl_device: flags.opencl_device.or(file.opencl_device),
+            gpu_mem_limit: size(flags.gpu_mem_limit, &file.gpu_mem_limit, "gpu-mem-limit")?,
+            parameter_cache: flags.parameter_cache.or(file.parameter_cache),
+            check_params: flags.check_params || file.check_params.unwrap_or(false),
+            no_native_params: flags.no_native_params || file.no_native_params.unwrap_or(false),
+        };
+        settings.check()?;
+        Ok(settings)
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.max_message_size > 0,
+            "--max-message-size (or max-message-size in the config file): 0 would refuse every call"
+        );
+        anyhow::ensure!(
+            self.mem_budget != Some(0),
+            "--mem-budget (or mem-budget in the config file): 0 cannot hold any partition"
+        );
+        anyhow::ensure!(
+            self.params_budget != Some(0),
+            "--params-budget (or params-budget in the config file): 0 cannot hold any parameters"
+        );
+        anyhow::ensure!(
+            self.max_queued != Some(0),
+            "--max-queued (or max-queued in the config file): 0 would refuse every job"
+        );
+        anyhow::ensure!(
+            self.backend != BackendKind::Cpu
+                || (self.gpus.is_empty()
+                    && self.opencl_device.is_none()
+                    && self.gpu_mem_limit.is_none()),
+            "--gpus, --opencl-device and --gpu-mem-limit (gpus, opencl-device, gpu-mem-limit in the \
+             config file) are for the cuda or opencl backend"
+        );
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_override_the_file_which_overrides_the_defaults() {
+        let file = ServeFile::parse(
+            r#"
+            data-dir = "/var/lib/proofline"
+            listen = "127.0.0.1:9820"
+            mem-budget = "64GiB"
+            params-budget = 1048576
+            pw = 4
+            concurrent-jobs = 3
+            max-queued = 100
+            check-params = true
+            "#,
+        )
+        .unwrap();
+        let flags = ServeFlags {
+            pw: Some(8),
+            ..ServeFlags::default()
+        };
+        let s = ServeSettings::resolve(flags, file).unwrap();
+        assert_eq!(s.data_dir, PathBuf::from("/var/lib/proofline"));
+        assert_eq!(s.listen, Some("127.0.0.1:9820".parse().unwrap()));
+        assert_eq!(s.mem_budget, Some(64 << 30));
+        assert_eq!(s.params_budget, Some(1 << 20));
+        assert_eq!(s.pw, 8);
+        assert_eq!(s.concurrent_jobs, 3);
+        assert_eq!(s.max_queued, Some(100));
+        assert!(s.check_params);
+        assert_eq!(s.max_message_size, 256 << 20);
+        assert_eq!(s.retention_hours, 24);
+        assert_eq!(s.backend, BackendKind::Cpu);
+    }
+
+    #[test]
+    fn bad_files_and_settings_are_errors_naming_the_key() {
+        for (text, key) in [
+            ("data-dir = \"/d\"\nmem-budge = \"1GiB\"", "mem-budge"),
+            ("data-dir = \"/d\"\npw = \"four\"", "pw"),
+            ("data-dir = \"/d\"\nmem-budget = \"lots\"", "mem-budget"),
+            ("data-dir = \"/d\"\nmem-budget = 0", "mem-budget"),
+            ("data-dir = \"/d\"\nmax-queued = 0", "max-queued"),
+            ("data-dir = \"/d\"\npw = 0", "pw"),
+            ("data-dir = \"/d\"\ngpus = [0]", "gpus"),
+            ("data-dir = \"/d\"\nlisten = \"nowhere\"", "listen"),
+            ("data-dir = \"/d\"\nbackend = \"tpu\"", "backend"),
+            ("pw = 2", "data-dir"),
+        ] {
+            let e = ServeFile::parse(text)
+                .and_then(|f| ServeSettings::resolve(ServeFlags::default(), f))
+                .unwrap_err();
+            assert!(format!("{e:#}").contains(key), "{text}: {e:#}");
+        }
+    }
+}
