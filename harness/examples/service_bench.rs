@@ -6,10 +6,10 @@
 //! checked (`verify_seal`, `verify_winning_post`) before its time counts.
 //!
 //! ```sh
-//! cargo build --release -p harness --bin proofline --example service_bench
-//! cargo build --release -p proofline-filecoin --example porep_bench      # the peer (optional)
-//! target/release/examples/service_bench --proofline target/release/proofline \
-//!   --porep-bench target/release/examples/porep_bench --dir target/service-bench \
+//! cargo build --profile test -p harness --bin proofline --example service_bench
+//! cargo build --profile test -p proofline-filecoin --example porep_bench   # the peer (optional)
+//! target/debug/examples/service_bench --proofline target/debug/proofline \
+//!   --porep-bench target/debug/examples/porep_bench --dir target/service-bench \
 //!   [--backend cuda] [--record docs/records/service.jsonl]
 //! ```
 //!
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use clap::Parser;
 use proofline_filecoin::c1::AnyC1;
 use proofline_filecoin::filecoin_proofs::{
@@ -63,6 +63,9 @@ struct Args {
     /// WinningPoSt proofs per latency figure.
     #[arg(long, default_value_t = 20)]
     post: usize,
+    /// Unfinished C2 jobs each WinningPoSt of the loaded figure is submitted behind.
+    #[arg(long, default_value_t = 2)]
+    behind: usize,
     /// Append the figures as records to this JSON Lines file.
     #[arg(long)]
     record: Option<PathBuf>,
@@ -312,6 +315,7 @@ fn main() -> Result<()> {
             porep_request(&c1_json, id, info.sector_id, MINER, Priority::Unspecified)
                 .map_err(anyhow::Error::msg)
         };
+        eprintln!("warm: parameters preloaded");
         // One at a time: each proof's latency.
         let mut one = Vec::new();
         for i in 0..args.c2 {
@@ -336,7 +340,8 @@ fn main() -> Result<()> {
             ensure!(statement.verify(&proof)?, "a warm proof does not verify");
         }
         let rate = args.c2 as f64 * 60.0 / t.elapsed().as_secs_f64();
-        // WinningPoSt idle, then behind queued C2 jobs.
+        eprintln!("warm: one at a time {one:?} s; {rate:.2} proofs/min at once");
+        // WinningPoSt idle, then behind C2 jobs.
         let mut idle = Vec::new();
         for i in 0..args.post {
             let t = Instant::now();
@@ -344,35 +349,43 @@ fn main() -> Result<()> {
             idle.push(t.elapsed().as_secs_f64());
             post.verify(&proof)?;
         }
-        let mut queued = Vec::new();
-        for i in 0..args.c2 {
-            queued.push(
-                c.submit_proof(request(format!("load-{i}"))?)
-                    .await?
-                    .into_inner()
-                    .job_id,
-            );
-        }
+        eprintln!("WinningPoSt idle: {idle:?} s");
+        // Behind C2 jobs: before each WinningPoSt, the unfinished C2 jobs are topped up to
+        // --behind, so that every one is submitted with C2 work queued or running.
+        let mut outstanding: Vec<String> = Vec::new();
+        let mut all_c2: Vec<String> = Vec::new();
         let mut loaded = Vec::new();
         for i in 0..args.post {
+            let mut still = Vec::new();
+            for id in outstanding {
+                let r = c
+                    .await_proof(AwaitProofRequest {
+                        job_id: id.clone(),
+                        timeout_ms: 1,
+                    })
+                    .await?
+                    .into_inner();
+                if r.status == 4 {
+                    still.push(id); // TIMEOUT: queued or running
+                }
+            }
+            outstanding = still;
+            while outstanding.len() < args.behind {
+                let id = c
+                    .submit_proof(request(format!("load-{i}-{}", all_c2.len()))?)
+                    .await?
+                    .into_inner()
+                    .job_id;
+                outstanding.push(id.clone());
+                all_c2.push(id);
+            }
             let t = Instant::now();
             let proof = prove(&mut c, post.request(&format!("loaded-{i}"))).await?;
             loaded.push(t.elapsed().as_secs_f64());
             post.verify(&proof)?;
         }
-        let mut c2_left = 0;
-        for id in queued {
-            let r = c
-                .await_proof(AwaitProofRequest {
-                    job_id: id.clone(),
-                    timeout_ms: 1,
-                })
-                .await?
-                .into_inner();
-            if r.status != 1 {
-                c2_left += 1;
-            }
-            let proof = await_proof(&mut c, id).await?;
+        for id in &all_c2 {
+            let proof = await_proof(&mut c, id.clone()).await?;
             ensure!(statement.verify(&proof)?, "a warm proof does not verify");
         }
         let metrics = c
@@ -380,17 +393,11 @@ fn main() -> Result<()> {
             .await?
             .into_inner()
             .prometheus_text;
-        anyhow::Ok((one, rate, idle, loaded, c2_left, metrics))
+        anyhow::Ok((one, rate, idle, loaded, all_c2.len(), metrics))
     })?;
-    let (mut one, rate, mut idle, mut loaded, c2_left, metrics) = warm;
+    let (mut one, rate, mut idle, mut loaded, c2_behind, metrics) = warm;
     let server_rss = peak_rss_of(server.0.id()).context("the server's peak RSS")?;
     drop(server);
-    if c2_left == 0 {
-        bail!(
-            "every queued C2 job had finished when the last WinningPoSt did: the latency under \
-             load was not measured under load (raise --c2 or lower --post)"
-        );
-    }
     let one_median = median(&mut one);
     let cold_rate = 60.0 / cold_median;
     let ledger_peak = metric(&metrics, "proofline_ledger_total_bytes_peak").unwrap_or(0.0);
@@ -404,10 +411,10 @@ fn main() -> Result<()> {
         rate / cold_rate
     );
     println!(
-        "WinningPoSt: idle p50 {idle50:.3} s p99 {idle99:.3} s; with {} C2 queued p50 {load50:.3} \
-         s p99 {load99:.3} s ({c2_left} C2 jobs still unfinished at the last); target p99 <= \
-         {:.3} s (idle p99 + one C2 partition)",
-        args.c2,
+        "WinningPoSt: idle p50 {idle50:.3} s p99 {idle99:.3} s; each behind {} unfinished C2 \
+         jobs ({c2_behind} C2 in all) p50 {load50:.3} s p99 {load99:.3} s; target p99 <= {:.3} s \
+         (idle p99 + one 2 KiB C2, one partition)",
+        args.behind,
         idle99 + one_median
     );
     println!(
@@ -419,12 +426,12 @@ fn main() -> Result<()> {
 
     if let Some(path) = &args.record {
         let p = Provenance::here();
+        // How the binaries were built (the test profile is the release one's optimisation),
+        // then this run's own command line.
         let command = format!(
-            "cargo build --release -p harness --bin proofline --example service_bench && \
-             cargo build --release -p proofline-filecoin --example porep_bench && \
-             service_bench --proofline target/release/proofline --porep-bench \
-             target/release/examples/porep_bench --dir DIR --backend {} --pw {} --c2 {} --post {}",
-            args.backend, args.pw, args.c2, args.post
+            "cargo build --profile test -p harness --bin proofline --example service_bench && \
+             cargo build --profile test -p proofline-filecoin --example porep_bench && {}",
+            std::env::args().collect::<Vec<_>>().join(" ")
         );
         let record = |case: &str, metric: &str, unit: &str, ours: f64, peers: Vec<Peer>| Record {
             date: p.date.clone(),
@@ -468,7 +475,10 @@ fn main() -> Result<()> {
                 vec![],
             ),
             record(
-                &format!("WinningPoSt latency, {} C2 queued ({backend})", args.c2),
+                &format!(
+                    "WinningPoSt latency, behind {} unfinished C2 jobs ({backend})",
+                    args.behind
+                ),
                 &format!("p99 of {}", args.post),
                 "s",
                 load99,

@@ -596,22 +596,36 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         assert!(r.proof.is_empty());
     });
 
-    // Cancel: a job queued behind a running one, cancelled, never proves.
+    // Cancel: with two jobs running (the server proves two at once), a third queued and
+    // cancelled never proves; a running one cancelled stops, ends CANCELLED with no proof, and
+    // the other completes. (The ledger is back to zero below.)
     rt().block_on(async {
         let addr = Listen::Unix(socket.clone());
         let mut c = connect(&addr, None, 256 << 20).await.unwrap();
-        let running = c
-            .submit_proof(porep_request(&sealed.c1_json, "c1", sealed.sector))
-            .await
-            .unwrap()
-            .into_inner()
-            .job_id;
-        let queued = c
-            .submit_proof(porep_request(&sealed.c1_json, "c2", sealed.sector))
-            .await
-            .unwrap()
-            .into_inner()
-            .job_id;
+        let mut ids = Vec::new();
+        for id in ["c1", "c2", "c3"] {
+            ids.push(
+                c.submit_proof(porep_request(&sealed.c1_json, id, sealed.sector))
+                    .await
+                    .unwrap()
+                    .into_inner()
+                    .job_id,
+            );
+        }
+        let (kept, stopped, queued) = (ids[0].clone(), ids[1].clone(), ids[2].clone());
+        let t = Instant::now();
+        loop {
+            let s = c
+                .get_status(GetStatusRequest {})
+                .await
+                .unwrap()
+                .into_inner();
+            if s.queues.iter().map(|q| q.in_progress).sum::<u32>() == 2 {
+                break;
+            }
+            assert!(t.elapsed() < Duration::from_secs(60), "{s:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let r = c
             .cancel_proof(CancelProofRequest {
                 job_id: queued.clone(),
@@ -620,11 +634,23 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
             .unwrap()
             .into_inner();
         assert!(!r.was_running);
-        let r = await_done(&mut c, &queued).await;
-        assert_eq!(r.status, 3, "{r:?}"); // CANCELLED
-        assert!(r.proof.is_empty());
-        assert_eq!(await_done(&mut c, &running).await.status, 1);
-        // Cancelling it again: it has ended.
+        let r = c
+            .cancel_proof(CancelProofRequest {
+                job_id: stopped.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(r.was_running);
+        for id in [&queued, &stopped] {
+            let r = await_done(&mut c, id).await;
+            assert_eq!(r.status, 3, "{r:?}"); // CANCELLED
+            assert!(r.proof.is_empty());
+        }
+        let r = await_done(&mut c, &kept).await;
+        assert_eq!(r.status, 1, "{r:?}");
+        assert!(sealed.statement.verify(&r.proof).unwrap());
+        // Cancelling again: it has ended.
         let e = code(c.cancel_proof(CancelProofRequest { job_id: queued }).await);
         assert_eq!(e.code(), tonic::Code::FailedPrecondition);
     });
@@ -679,7 +705,7 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
     );
     assert_eq!(
         value("proofline_proof_duration_seconds_count{kind=\"WINNING_POST\"}"),
-        1.0
+        201.0 // w1 and the 200 of the load
     );
     assert_eq!(
         value("proofline_jobs_total{kind=\"WINDOW_POST_PARTITION\",outcome=\"completed\"}"),
@@ -735,9 +761,9 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");
     let body = &status[status.find("\r\n\r\n").unwrap() + 4..];
     let json: serde_json::Value = serde_json::from_str(body).unwrap();
-    // Six C2, the WinningPoSt, two WindowPoSt partitions and the update; the three C2, three
+    // Six C2, 201 WinningPoSt, two WindowPoSt partitions and the update; the three C2, three
     // WinningPoSt and one update twins.
-    assert_eq!(json["completed"], 10, "{json}");
+    assert_eq!(json["completed"], 210, "{json}");
     assert_eq!(json["failed"], 7, "{json}");
     assert!(json["ledger"]["stages"]["synthesizing"]["partitions_peak"].as_u64() >= Some(1));
 
