@@ -1,6 +1,7 @@
 //! The server: `cuzk.v1.ProvingEngine` over a unix socket or TCP, jobs written to the store
 //! before `SubmitProof` answers, and a worker that claims them (highest priority first, then the
-//! oldest) while fewer than `concurrent_jobs` are being proven; each claimed job's partitions go
+//! oldest) while fewer than `concurrent_jobs` are being proven, or one more when it is more
+//! urgent than every running job; each claimed job's partitions go
 //! into the one engine at the job's priority, so a more urgent job's partitions are taken at the
 //! next partition boundary. A stop (the future [`serve`] is given) stops accepting, lets the
 //! running jobs finish up to a timeout and leaves queued jobs in the store; a restarted server
@@ -101,6 +102,7 @@ struct Shared {
 
 struct RunningJob {
     kind: String,
+    priority: i32,
     cancel: Arc<CancelToken>,
 }
 
@@ -518,7 +520,7 @@ fn worker(shared: Arc<Shared>, retention: Duration, slots: usize) {
             let g = lock(&shared.wake.0);
             let _ = shared.wake.1.wait_timeout(g, Duration::from_millis(500));
         };
-        if lock(&shared.running).len() >= slots {
+        if !room_for_next(&shared, slots) {
             idle(&shared);
             continue;
         }
@@ -540,6 +542,7 @@ fn worker(shared: Arc<Shared>, retention: Duration, slots: usize) {
             job.id.clone(),
             RunningJob {
                 kind: job.kind.clone(),
+                priority: job.priority,
                 cancel: cancel.clone(),
             },
         );
@@ -562,6 +565,25 @@ fn worker(shared: Arc<Shared>, retention: Duration, slots: usize) {
     }
     for t in threads {
         let _ = t.join();
+    }
+}
+
+/// Whether the worker may claim the next queued job: while fewer than `slots` jobs run, or,
+/// once they are full, for one more job whose priority is above every running job's (a
+/// WinningPoSt behind full slots of C2 jobs joins them at once, and its partitions go first
+/// at the engine's next partition boundary).
+fn room_for_next(shared: &Shared, slots: usize) -> bool {
+    let running: Vec<i32> = lock(&shared.running).values().map(|r| r.priority).collect();
+    if running.len() < slots {
+        return true;
+    }
+    if running.len() > slots {
+        return false;
+    }
+    let top_running = running.iter().copied().max().unwrap_or(i32::MIN);
+    match shared.store().queued() {
+        Ok(q) => q.iter().any(|(_, p, n)| *n > 0 && *p > top_running),
+        Err(_) => false,
     }
 }
 
