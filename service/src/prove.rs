@@ -252,18 +252,9 @@ impl Prover {
                 // one-partition PoSt of its sectors; the whole PoSt verifies with the
                 // partitions' proofs concatenated in order.
                 let (circuits, statement) = post.circuits().map_err(chain)?;
-                let t = Instant::now();
-                let (prepared, _) = self.prepared(Circuit::of(job))?;
-                let params_ms = t.elapsed().as_millis() as u64;
-                let t = Instant::now();
-                let proofs = self.run(&prepared, circuits.into_iter().map(Into::into), &run)?;
-                let proof = Proof::many_to_bytes(&proofs);
-                statement.check(&proof).map_err(chain)?;
-                Ok(Proven {
-                    proof,
-                    params_ms,
-                    prove_ms: t.elapsed().as_millis() as u64,
-                })
+                let proven = self.run(job, circuits.into_iter().map(Into::into), &run)?;
+                statement.check(&proven.proof).map_err(chain)?;
+                Ok(proven)
             }
         }
     }
@@ -299,25 +290,14 @@ impl Prover {
             .resident(ResidentKind::JobInput, c1.parsed_bytes());
         let config = spec.config().map_err(chain)?;
         let circuits = porep::circuits(&config, &c1).map_err(chain)?;
-        let t = Instant::now();
-        let (prepared, _) = self.prepared(Circuit::of(job))?;
-        let params_ms = t.elapsed().as_millis() as u64;
-        let t = Instant::now();
-        let proofs = self.run(&prepared, circuits.into_iter().map(|(c, _)| c.into()), run)?;
-        let prove_ms = t.elapsed().as_millis() as u64;
-        let proof = aggregate::seal_proof(
-            &config,
-            c1.comm_r(),
-            c1.seed(),
-            Proof::many_to_bytes(&proofs),
-        )
-        .map_err(chain)?;
+        let partitions = self.run(job, circuits.into_iter().map(|(c, _)| c.into()), run)?;
+        let proof = aggregate::seal_proof(&config, c1.comm_r(), c1.seed(), partitions.proof)
+            .map_err(chain)?;
         let statement = porep::SealStatement::of(&config, &c1, job.prover_id(), job.sector_number);
         match statement.verify(&proof) {
             Ok(true) => Ok(Proven {
                 proof,
-                params_ms,
-                prove_ms,
+                ..partitions
             }),
             Ok(false) => Err(
                 "verify_seal rejected the proof (the C1 output does not prove this sector for \
@@ -348,50 +328,51 @@ impl Prover {
             ResidentKind::JobInput,
             partition_proofs.iter().map(|p| p.len() as u64).sum(),
         );
-        let t = Instant::now();
-        let (prepared, _) = self.prepared(Circuit::of(job))?;
-        let params_ms = t.elapsed().as_millis() as u64;
-        let t = Instant::now();
-        let proofs = self.run(&prepared, circuits.into_iter().map(|(c, _)| c.into()), run)?;
-        let prove_ms = t.elapsed().as_millis() as u64;
-        let proof = Proof::many_to_bytes(&proofs);
-        match snap::verify_update(size, &commitments, &proof) {
-            Ok(true) => Ok(Proven {
-                proof,
-                params_ms,
-                prove_ms,
-            }),
+        let proven = self.run(job, circuits.into_iter().map(|(c, _)| c.into()), run)?;
+        match snap::verify_update(size, &commitments, &proven.proof) {
+            Ok(true) => Ok(proven),
             Ok(false) => Err(
-                "verify_empty_sector_update_proof rejected the proof (the vanilla proofs do not                  prove these commitments); no proof is reported"
+                "verify_empty_sector_update_proof rejected the proof (the vanilla proofs do not \
+                 prove these commitments); no proof is reported"
                     .into(),
             ),
             Err(e) => Err(format!("verify_empty_sector_update_proof: {e:#}")),
         }
     }
 
-    /// One job's partitions through the engine, at its priority.
+    /// `job`'s parameters (loaded the first time) and its partitions through the engine, at its
+    /// priority: the partitions' proofs concatenated, not yet checked.
     fn run(
         &self,
-        prepared: &PreparedParameters,
+        job: &Accepted,
         circuits: impl Iterator<Item = FilecoinCircuit>,
         run: &Run<'_>,
-    ) -> Result<Vec<Proof>, String> {
+    ) -> Result<Proven, String> {
+        let t = Instant::now();
+        let (prepared, _) = self.prepared(Circuit::of(job))?;
+        let params_ms = t.elapsed().as_millis() as u64;
         run.cancel.check()?;
-        let job = self
+        let t = Instant::now();
+        let handle = self
             .engine
             .submit_with_priority(
-                prepared,
+                &prepared,
                 circuits.collect(),
                 run.priority,
                 &mut rand::thread_rng(),
             )
             .map_err(text)?;
-        run.cancel.attach(job.canceller());
-        match job.wait() {
-            Ok(proofs) => Ok(proofs),
-            Err(prover_core::Error::Cancelled) => Err(CANCELLED.into()),
-            Err(e) => Err(text(e)),
-        }
+        run.cancel.attach(handle.canceller());
+        let proofs = match handle.wait() {
+            Ok(proofs) => proofs,
+            Err(prover_core::Error::Cancelled) => return Err(CANCELLED.into()),
+            Err(e) => return Err(text(e)),
+        };
+        Ok(Proven {
+            proof: Proof::many_to_bytes(&proofs),
+            params_ms,
+            prove_ms: t.elapsed().as_millis() as u64,
+        })
     }
 
     /// `circuit`'s parameters prepared on the engine, loaded the first time (and true if they
