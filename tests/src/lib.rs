@@ -6,7 +6,7 @@
 mod readme {}
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use backend_cpu::{CpuBackend, CpuWorker};
 use blstrs::Scalar;
@@ -263,6 +263,8 @@ pub struct TestBackend {
     /// Partitions this picks get its behaviour, whatever `rules` say (a backend that refuses,
     /// or gets wrong, some kind of work).
     pub pick: Option<(Picks, Behaviour)>,
+    /// The first public input of each partition, in the order the devices took them.
+    pub taken: Arc<Mutex<Vec<Scalar>>>,
 }
 
 impl TestBackend {
@@ -284,6 +286,7 @@ impl TestBackend {
             fail_every,
             received,
             pick: None,
+            taken: Arc::default(),
         }
     }
 
@@ -371,6 +374,7 @@ impl Accelerator for TestBackend {
             fail_every: self.fail_every[device],
             received: self.received.clone(),
             pick: self.pick,
+            taken: self.taken.clone(),
             device,
         }))
     }
@@ -382,6 +386,7 @@ struct TestWorker {
     fail_every: Option<usize>,
     received: Arc<Vec<AtomicUsize>>,
     pick: Option<(Picks, Behaviour)>,
+    taken: Arc<Mutex<Vec<Scalar>>>,
     device: usize,
 }
 
@@ -402,6 +407,11 @@ impl AcceleratorWorker for TestWorker {
         partition: SynthesizedPartition,
         buffers: &mut BackendBuffers<'_>,
     ) -> Result<PendingProof, HandBack> {
+        let first = partition.witness.public_inputs().first().copied();
+        self.taken
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(first.unwrap_or(Scalar::ZERO));
         self.gate.pass();
         let n = self.received[self.device].fetch_add(1, Ordering::AcqRel) + 1;
         let state = match prepared.state::<TestPrepared>() {

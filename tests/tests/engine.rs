@@ -14,7 +14,7 @@ use prover_core::runtime::engine::estimate_partition_bytes;
 use prover_core::{
     generate_seeded_parameters, prepare_verifying_key, verify_proofs_batch, Accelerator, Config,
     CpuSynthesizer, Engine, Error, PreparedParameters, PreparedVerifyingKey, ReleasePolicy,
-    Synthesizer,
+    Synthesizer, UrgentLane,
 };
 
 const INPUTS: usize = 2;
@@ -471,6 +471,153 @@ fn a_higher_priority_job_takes_the_next_partition_boundary() {
     first.wait().unwrap();
     second.wait().unwrap();
     assert_eq!(*log0.lock().unwrap(), vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
+}
+
+/// The jobs' letters in the order the accelerator took their (single) partitions.
+fn taken_order(backend: &TestBackend, jobs: &[(char, usize)]) -> String {
+    let first = |job: usize| circuit(job, 0).public_inputs()[0];
+    backend
+        .taken
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            jobs.iter()
+                .find(|(_, j)| first(*j) == *x)
+                .map_or('?', |(c, _)| *c)
+        })
+        .collect()
+}
+
+/// Opens its gate when dropped.
+struct OpenOnDrop(Arc<Gate>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+/// Three one-partition jobs of priority 0 fill the pipeline (one on the accelerator, behind a
+/// closed gate; one in the queue; one synthesized and waiting for a queue slot, holding the only
+/// synthesis permit), then a job of priority 10 arrives. Returns the order in which the
+/// accelerator took the partitions: `U` is the urgent job.
+fn urgent_behind_a_full_pipeline(urgent: Option<UrgentLane>) -> String {
+    let (prepared, pvk) = setup();
+    let gate = Gate::closed();
+    let backend = Arc::new(TestBackend::new(gate.clone(), vec![]));
+    let engine = Engine::new(
+        Config {
+            synthesis_workers: 1,
+            synthesis_threads: 1,
+            queue_depth: 1,
+            urgent,
+            ..Config::default()
+        },
+        CpuSynthesizer,
+        backend.clone(),
+        Arc::new(CpuBackend),
+    )
+    .unwrap();
+    // Opens the gate if a check below fails, so that the engine's drop does not wait forever.
+    let _open = OpenOnDrop(gate.clone());
+    let handles: Vec<_> = (0..3)
+        .map(|j| (j, submit(&engine, &prepared, j, 1)))
+        .collect();
+    wait_until("the pipeline full behind the closed gate", || {
+        let s = engine.ledger().snapshot();
+        gate.arrived() == 1 && s.stage(Stage::AwaitingAccelerator).count.live == 2
+    });
+    let urgent_job = 7;
+    let priority = 10;
+    let u = engine
+        .submit_with_priority(
+            &prepared,
+            vec![circuit(urgent_job, 0)],
+            priority,
+            &mut rand::thread_rng(),
+        )
+        .unwrap();
+    // With a lane the urgent partition is synthesized and queued at once; without one its
+    // synthesis waits for the permit, which waits for the queue, which waits for the gate.
+    if urgent.is_some_and(|l| priority >= l.min_priority) {
+        wait_until("the urgent partition queued", || {
+            engine
+                .ledger()
+                .snapshot()
+                .stage(Stage::AwaitingAccelerator)
+                .count
+                .live
+                == 3
+        });
+    }
+    gate.open();
+    check_job(&pvk, urgent_job, &u.wait().unwrap());
+    for (j, h) in handles {
+        check_job(&pvk, j, &h.wait().unwrap());
+    }
+    engine.shutdown();
+    assert!(backend.taken.lock().unwrap().len() == 4);
+    taken_order(&backend, &[('a', 0), ('b', 1), ('c', 2), ('U', urgent_job)])
+}
+
+#[test]
+fn an_urgent_lane_takes_the_accelerator_next_past_a_full_pipeline() {
+    let lane = UrgentLane {
+        min_priority: 10,
+        workers: 1,
+    };
+    // The partition already on the accelerator finishes first; the urgent one is next.
+    assert_eq!(urgent_behind_a_full_pipeline(Some(lane)), "aUbc");
+    // Twin without a lane: priority orders only the next synthesis, so the urgent job waits
+    // for everything already synthesized.
+    assert_eq!(urgent_behind_a_full_pipeline(None), "abcU");
+    // A job below the lane's priority does not take it.
+    let high = UrgentLane {
+        min_priority: 11,
+        workers: 1,
+    };
+    assert_eq!(urgent_behind_a_full_pipeline(Some(high)), "abcU");
+}
+
+#[test]
+fn an_urgent_lane_of_no_workers_is_refused() {
+    let backend = Arc::new(TestBackend::new(Gate::opened(), vec![]));
+    let config = Config {
+        urgent: Some(UrgentLane {
+            min_priority: 1,
+            workers: 0,
+        }),
+        ..Config::default()
+    };
+    let err = Engine::<RandomCircuit, CpuSynthesizer>::new(
+        config.clone(),
+        CpuSynthesizer,
+        backend.clone(),
+        Arc::new(CpuBackend),
+    )
+    .err()
+    .expect("a lane of no workers is refused");
+    assert!(
+        err.to_string().contains("urgent lane has 0 workers"),
+        "{err}"
+    );
+    // Twin: one worker starts.
+    let one = Config {
+        urgent: Some(UrgentLane {
+            min_priority: 1,
+            workers: 1,
+        }),
+        ..config
+    };
+    Engine::<RandomCircuit, CpuSynthesizer>::new(
+        one,
+        CpuSynthesizer,
+        backend,
+        Arc::new(CpuBackend),
+    )
+    .unwrap()
+    .shutdown();
 }
 
 #[test]

@@ -113,38 +113,78 @@ enum Next {
     Stop,
 }
 
-/// Waits for the next partition of device `d`'s worker: its retries first, then the shared
-/// queue (while the device is in service, or when no device is). Stops once the queue is closed
-/// and empty and no partition is left that could still be routed here: every partition is
-/// counted in `Core::accelerating` from before the pump queues it until its worker has routed
-/// it, and in `Core::retries` while it waits in a retry channel.
-fn next(core: &Core, d: usize, queue: &Receiver<Queued>, queue_closed: &mut bool) -> Next {
+/// The accelerator queues a worker takes partitions from, the urgent lane's first
+/// ([`super::Config::urgent`]), and which of them have closed.
+pub(super) struct Queues {
+    queues: Vec<(Receiver<Queued>, bool)>,
+}
+
+impl Queues {
+    /// `queues` in the order they are taken from.
+    pub(super) fn new(queues: Vec<Receiver<Queued>>) -> Self {
+        Queues {
+            queues: queues.into_iter().map(|q| (q, false)).collect(),
+        }
+    }
+
+    fn all_closed(&self) -> bool {
+        self.queues.iter().all(|(_, closed)| *closed)
+    }
+
+    /// The first partition waiting in an open queue, in the queues' order, without waiting.
+    fn try_take(&mut self) -> Option<Queued> {
+        for (q, closed) in &mut self.queues {
+            if *closed {
+                continue;
+            }
+            match q.try_recv() {
+                Ok(item) => return Some(item),
+                Err(crossbeam_channel::TryRecvError::Disconnected) => *closed = true,
+                Err(crossbeam_channel::TryRecvError::Empty) => {}
+            }
+        }
+        None
+    }
+}
+
+/// Waits for the next partition of device `d`'s worker: its retries first, then the queues in
+/// their order (while the device is in service, or when no device is). Stops once every queue
+/// is closed and empty and no partition is left that could still be routed here: every
+/// partition is counted in `Core::accelerating` from before a pump queues it until its worker
+/// has routed it, and in `Core::retries` while it waits in a retry channel.
+fn next(core: &Core, d: usize, queues: &mut Queues) -> Next {
     let dev = &core.devices[d];
     loop {
         if let Ok(r) = dev.retry_rx.try_recv() {
             return Next::Retry(r);
         }
-        let take_queue = !*queue_closed && (dev.in_service() || core.none_in_service());
+        let take_queue = dev.in_service() || core.none_in_service();
+        if take_queue {
+            if let Some(q) = queues.try_take() {
+                return Next::Queued(q);
+            }
+        }
+        // Nothing waiting: sleep until a retry or any open queue has something (then take it
+        // in order on the next turn), or a short while.
         let mut sel = Select::new();
-        let retry = sel.recv(&dev.retry_rx);
-        let main = take_queue.then(|| sel.recv(queue));
-        if let Ok(op) = sel.select_timeout(Duration::from_millis(20)) {
-            if op.index() == retry {
-                if let Ok(r) = op.recv(&dev.retry_rx) {
-                    return Next::Retry(r);
-                }
-            } else if Some(op.index()) == main {
-                match op.recv(queue) {
-                    Ok(q) => return Next::Queued(q),
-                    Err(_) => *queue_closed = true,
+        sel.recv(&dev.retry_rx);
+        if take_queue {
+            for (q, closed) in &queues.queues {
+                if !*closed {
+                    sel.recv(q);
                 }
             }
         }
-        // Workers that do not watch the queue learn of its end from the pump.
-        if !*queue_closed && core.pump_done.load(Ordering::SeqCst) && queue.is_empty() {
-            *queue_closed = true;
+        let _ = sel.ready_timeout(Duration::from_millis(20));
+        // Workers that do not watch the queues learn of their end from the pumps.
+        if core.pumps_left.load(Ordering::SeqCst) == 0 {
+            for (q, closed) in &mut queues.queues {
+                if q.is_empty() {
+                    *closed = true;
+                }
+            }
         }
-        if *queue_closed && core.routing_done() {
+        if queues.all_closed() && core.routing_done() {
             return Next::Stop;
         }
     }
@@ -157,15 +197,15 @@ pub(super) fn device_worker(
     d: usize,
     slot: usize,
     mut worker: Box<dyn AcceleratorWorker>,
-    queue: Receiver<Queued>,
+    queues: Vec<Receiver<Queued>>,
     fallback: Option<Sender<FallbackItem>>,
     pool: Arc<ThreadPool>,
     dealloc: Dealloc,
 ) {
     let dev = &core.devices[d];
-    let mut queue_closed = false;
+    let mut queues = Queues::new(queues);
     loop {
-        let (mut inflight, partition, mut tried) = match next(&core, d, &queue, &mut queue_closed) {
+        let (mut inflight, partition, mut tried) = match next(&core, d, &mut queues) {
             Next::Stop => return,
             Next::Queued(Queued {
                 mut inflight,

@@ -36,6 +36,20 @@ pub const MAX_THREADS: usize = 1024;
 /// The most synthesis permits or queue slots (each may hold a whole partition in memory).
 pub const MAX_SLOTS: usize = 1 << 16;
 
+/// A lane kept for urgent jobs: synthesis permits, synthesis threads and accelerator-queue
+/// slots that only jobs of `min_priority` or more use, so that such a job (a WinningPoSt) never
+/// waits for partitions of less urgent ones (a C2) to be synthesized or queued first. Its
+/// partitions take the accelerator's next free worker before the shared queue; a partition
+/// already on the accelerator finishes first. A job at `min_priority` or more also takes
+/// ordinary permits when they are free, and its partitions use the lane's queue either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UrgentLane {
+    /// Jobs submitted with this priority or more use the lane.
+    pub min_priority: i32,
+    /// The lane's synthesis permits, threads and queue slots (>= 1).
+    pub workers: usize,
+}
+
 /// The engine's knobs.
 #[derive(Clone)]
 pub struct Config {
@@ -73,6 +87,9 @@ pub struct Config {
     /// pairings). A device's proof that fails is proved again on the fallback backend and counts
     /// as a failure of the device. Turn it off only to time the proving alone.
     pub verify: bool,
+    /// A lane kept for urgent jobs (`None`: every job shares the permits and the queue, and
+    /// priorities order only the next partition boundary).
+    pub urgent: Option<UrgentLane>,
 }
 
 impl Default for Config {
@@ -91,6 +108,7 @@ impl Default for Config {
             fallback_depth: 2,
             max_device_failures: 3,
             verify: true,
+            urgent: None,
         }
     }
 }
@@ -114,6 +132,7 @@ impl fmt::Debug for Config {
             .field("fallback_depth", &self.fallback_depth)
             .field("max_device_failures", &self.max_device_failures)
             .field("verify", &self.verify)
+            .field("urgent", &self.urgent)
             .finish()
     }
 }
@@ -137,6 +156,14 @@ impl Config {
         ] {
             if v == 0 || v > max {
                 return bad(format!("{name} is {v}; it must be between 1 and {max}"));
+            }
+        }
+        if let Some(lane) = &self.urgent {
+            if lane.workers == 0 || lane.workers > MAX_THREADS {
+                return bad(format!(
+                    "the urgent lane has {} workers; it must have between 1 and {MAX_THREADS}",
+                    lane.workers
+                ));
             }
         }
         for (name, v) in [

@@ -28,6 +28,8 @@ pub(super) struct JobState {
     pub verifier: Option<Arc<PreparedVerifyingKey>>,
     /// The public inputs the caller declared for each partition (`None`: each witness's own).
     pub statement: Option<Vec<Vec<Scalar>>>,
+    /// Whether the job's partitions take the urgent lane ([`super::Config::urgent`]).
+    pub urgent: bool,
     pub randomness: Vec<Randomness>,
     /// `(abc, rest)` host bytes of one partition, for the budget.
     pub estimate: (u64, u64),

@@ -53,7 +53,7 @@ use crate::stages::{SynthesizedPartition, Synthesizer};
 use accelerator::DeviceState;
 pub use config::{
     estimate_buffers, estimate_bytes, estimate_partition_bytes, Config, DeviceStats, EngineStats,
-    PartitionBytes, ReleasePolicy, MAX_SLOTS, MAX_THREADS,
+    PartitionBytes, ReleasePolicy, UrgentLane, MAX_SLOTS, MAX_THREADS,
 };
 use job::{InFlight, JobState};
 pub use job::{JobCanceller, JobHandle};
@@ -97,12 +97,15 @@ struct Core {
     permits: Semaphore,
     /// Accelerator queue slots (`queue_depth`).
     slots: Semaphore,
+    /// The urgent lane's synthesis permits and its queue's slots ([`Config::urgent`]).
+    urgent_permits: Option<Semaphore>,
+    urgent_slots: Option<Semaphore>,
     /// Fallback pool slots (`fallback_depth`), with a fallback backend.
     fallback_slots: Option<Semaphore>,
     devices: Vec<DeviceState>,
     shutdown: AtomicBool,
-    /// Set once the hand-off pump has stopped (no partition will be queued any more).
-    pump_done: AtomicBool,
+    /// Hand-off pumps still running (none: no partition will be queued any more).
+    pumps_left: AtomicUsize,
     /// Partitions queued or on a worker, not yet routed on.
     accelerating: AtomicUsize,
     /// Partitions waiting in a device's retry channel.
@@ -206,6 +209,7 @@ where
         finalizer: Arc<dyn Finalizer>,
     ) -> Result<Self> {
         config.validate(&*backend)?;
+        let config_urgent = config.urgent;
         let budget = match config.mem_budget {
             Some(size) => Some(MemoryBudget::new(size.resolve()?)),
             None => None,
@@ -220,6 +224,8 @@ where
         let core = Arc::new(Core {
             permits: Semaphore::new(config.synthesis_workers as u64),
             slots: Semaphore::new(config.queue_depth as u64),
+            urgent_permits: config.urgent.map(|l| Semaphore::new(l.workers as u64)),
+            urgent_slots: config.urgent.map(|l| Semaphore::new(l.workers as u64)),
             fallback_slots: config
                 .fallback
                 .as_ref()
@@ -230,7 +236,7 @@ where
             ledger: StageLedger::new(),
             budget,
             shutdown: AtomicBool::new(false),
-            pump_done: AtomicBool::new(false),
+            pumps_left: AtomicUsize::new(1 + usize::from(config.urgent.is_some())),
             accelerating: AtomicUsize::new(0),
             retries: AtomicUsize::new(0),
             stage_nanos: Default::default(),
@@ -256,50 +262,104 @@ where
             threads: Vec::new(),
         };
         // On an error, dropping the engine stops what did start.
-        engine.start(synth_pool, finalize_pool)?;
+        let urgent_pool = match config_urgent {
+            Some(lane) => Some(pool("proofline-urgent-par", lane.workers)?),
+            None => None,
+        };
+        engine.start(synth_pool, urgent_pool, finalize_pool)?;
         Ok(engine)
     }
 
     fn start(
         &mut self,
         synth_pool: Arc<rayon::ThreadPool>,
+        urgent_pool: Option<Arc<rayon::ThreadPool>>,
         finalize_pool: Arc<rayon::ThreadPool>,
     ) -> Result<()> {
         let core = self.shared.core.clone();
         let (handoff_tx, handoff_rx) = mpsc::channel();
         let (queue_tx, queue_rx) = crossbeam_channel::bounded(core.config.queue_depth);
+        // The urgent lane: its own hand-off, pump and queue (taken first by the workers).
+        let mut queues = Vec::new();
+        let mut handoffs = pipeline::Handoffs {
+            normal: handoff_tx,
+            urgent: None,
+        };
+        if let (Some(lane), Some(slots)) = (core.config.urgent, core.urgent_slots.clone()) {
+            let (tx, rx) = mpsc::channel();
+            handoffs.urgent = Some(tx);
+            let (utx, urx) = crossbeam_channel::bounded(lane.workers);
+            queues.push(urx);
+            let core = core.clone();
+            self.threads
+                .push(spawn("proofline-handoff-urgent".into(), move || {
+                    pipeline::pump(core.clone(), slots, rx, utx);
+                    core.pumps_left.fetch_sub(1, Ordering::SeqCst);
+                })?);
+        }
+        queues.push(queue_rx);
         let (dealloc_tx, dealloc_rx) = mpsc::channel::<finalize::DeallocItem>();
         let (ready_tx, ready_rx) = mpsc::channel();
         // The fallback pool's feed: its senders go to the device workers only, so the pool
         // drains and stops after them.
         let (fallback_tx, fallback_rx) = crossbeam_channel::unbounded();
-        {
+        // One dispatcher per lane, each with its synthesis threads (they stop after their
+        // dispatcher, which holds their feed).
+        let shared_lane = pipeline::Lane {
+            permits: core.permits.clone(),
+            min_priority: None,
+            defer_to: core.urgent_permits.clone(),
+            handoffs: handoffs.clone(),
+        };
+        let urgent_lane = core.urgent_permits.clone().map(|permits| pipeline::Lane {
+            permits,
+            min_priority: core.config.urgent.map(|l| l.min_priority),
+            defer_to: None,
+            handoffs: handoffs.clone(),
+        });
+        let lanes = [
+            Some((
+                "proofline-dispatch",
+                "proofline-synth",
+                synth_pool,
+                shared_lane,
+            )),
+            urgent_pool.zip(urgent_lane).map(|(pool, lane)| {
+                (
+                    "proofline-dispatch-urgent",
+                    "proofline-synth-urgent",
+                    pool,
+                    lane,
+                )
+            }),
+        ];
+        for (name, threads, pool, lane) in lanes.into_iter().flatten() {
             let shared = self.shared.clone();
-            // The synthesis threads stop after the dispatcher, which holds their feed.
             let mut drivers = Vec::new();
-            let tasks = synth_threads::start(synth_pool, &mut drivers)?;
-            self.threads
-                .push(spawn("proofline-dispatch".into(), move || {
-                    pipeline::dispatch(shared, tasks, handoff_tx)
-                })?);
+            let tasks = synth_threads::start(threads, pool, &mut drivers)?;
+            self.threads.push(spawn(name.into(), move || {
+                pipeline::dispatch(shared, lane, tasks)
+            })?);
             self.threads.append(&mut drivers);
         }
+        drop(handoffs);
         {
             let core = core.clone();
+            let slots = core.slots.clone();
             self.threads
                 .push(spawn("proofline-handoff".into(), move || {
-                    pipeline::pump(core.clone(), handoff_rx, queue_tx);
-                    core.pump_done.store(true, Ordering::SeqCst);
+                    pipeline::pump(core.clone(), slots, handoff_rx, queue_tx);
+                    core.pumps_left.fetch_sub(1, Ordering::SeqCst);
                 })?);
         }
         let mut expected = 0;
         for d in 0..core.devices.len() {
             let device = core.devices[d].device;
             for slot in 0..core.config.gpu_workers {
-                let (core, backend, queue, pool, dealloc, ready) = (
+                let (core, backend, queues, pool, dealloc, ready) = (
                     core.clone(),
                     self.backend.clone(),
-                    queue_rx.clone(),
+                    queues.clone(),
                     finalize_pool.clone(),
                     dealloc_tx.clone(),
                     ready_tx.clone(),
@@ -312,7 +372,7 @@ where
                             let _ = ready.send(Ok(()));
                             drop(ready);
                             accelerator::device_worker(
-                                core, d, slot, worker, queue, fallback, pool, dealloc,
+                                core, d, slot, worker, queues, fallback, pool, dealloc,
                             )
                         }
                         Err(e) => {
@@ -351,7 +411,7 @@ where
                 expected += 1;
             }
         }
-        drop((dealloc_tx, ready_tx, queue_rx, fallback_rx));
+        drop((dealloc_tx, ready_tx, queues, fallback_rx));
         self.threads
             .push(spawn("proofline-dealloc".into(), move || {
                 for (remains, inflight) in dealloc_rx {
@@ -480,6 +540,10 @@ where
             fallback,
             verifier: self.verifier_for(prepared.params()),
             statement,
+            urgent: core
+                .config
+                .urgent
+                .is_some_and(|l| priority >= l.min_priority),
             estimate: {
                 // The backend's host buffers are reserved with a/b/c and released with them.
                 let (abc, rest) = estimate_partition_bytes(prepared.params());

@@ -11,12 +11,12 @@ use crossbeam_channel::Sender;
 
 use crate::accounting::ledger::{BufferKind, PartitionToken, Stage};
 use crate::error::{catch_panic, Error};
-use crate::runtime::permit::Permit;
+use crate::runtime::permit::{Permit, Semaphore};
 use crate::stages::{SynthesizedPartition, Synthesizer};
 
 use super::job::{InFlight, JobState};
 use super::synth_threads::Task;
-use super::{add_time, lock, Core, Queued, Shared, SYNTHESIS};
+use super::{add_time, lock, Core, PendingJob, Queued, Shared, SYNTHESIS};
 
 /// A synthesized partition on its way to the queue, with its synthesis permit (after-handoff).
 pub(super) struct HandOff {
@@ -25,20 +25,50 @@ pub(super) struct HandOff {
     permit: Option<Permit>,
 }
 
-/// Grants permits in order (highest priority first, then the oldest job, lowest partition
-/// first) and starts synthesis tasks; reserves each partition's bytes from the budget before its synthesis starts.
-pub(super) fn dispatch<C, S>(
-    shared: Arc<Shared<C, S>>,
-    tasks: Sender<Task>,
-    handoff: mpsc::Sender<HandOff>,
-) where
+/// Where synthesized partitions go: the urgent lane's hand-off for urgent jobs (with a lane),
+/// the shared one for the rest.
+#[derive(Clone)]
+pub(super) struct Handoffs {
+    pub normal: mpsc::Sender<HandOff>,
+    pub urgent: Option<mpsc::Sender<HandOff>>,
+}
+
+impl Handoffs {
+    fn of(&self, job: &JobState) -> mpsc::Sender<HandOff> {
+        match (&self.urgent, job.urgent) {
+            (Some(urgent), true) => urgent.clone(),
+            _ => self.normal.clone(),
+        }
+    }
+}
+
+/// One dispatcher's permits, and the jobs it takes (`min_priority`: those of that priority or
+/// more only; `None`: any). `defer_to` is the urgent lane's permits, for the shared dispatcher:
+/// it leaves urgent jobs to that lane while the lane has a permit free (their synthesis then
+/// never waits for a shared synthesis thread), and helps with them otherwise.
+pub(super) struct Lane {
+    pub permits: Semaphore,
+    pub min_priority: Option<i32>,
+    pub defer_to: Option<Semaphore>,
+    pub handoffs: Handoffs,
+}
+
+/// Grants the lane's permits in order (highest priority first, then the oldest job, lowest
+/// partition first) and starts synthesis tasks; reserves each partition's bytes from the budget
+/// before its synthesis starts.
+pub(super) fn dispatch<C, S>(shared: Arc<Shared<C, S>>, lane: Lane, tasks: Sender<Task>)
+where
     C: Circuit<Scalar> + Send + 'static,
     S: Synthesizer + 'static,
 {
     let core = shared.core.clone();
+    let takes = |job: &PendingJob<C>| {
+        lane.min_priority.is_none_or(|min| job.priority >= min)
+            && !(job.state.urgent && lane.defer_to.as_ref().is_some_and(|u| u.available() > 0))
+    };
     loop {
-        let Some(permit) = core.permits.acquire(1) else {
-            return; // synthesis_workers >= 1 is validated: unreachable
+        let Some(permit) = lane.permits.acquire(1) else {
+            return; // a lane's permits are >= 1 (validated): unreachable
         };
         let next = {
             let mut pending = lock(&shared.pending);
@@ -48,6 +78,7 @@ pub(super) fn dispatch<C, S>(
                 let best = pending
                     .iter()
                     .enumerate()
+                    .filter(|(_, j)| takes(j))
                     .max_by_key(|(i, j)| (j.priority, std::cmp::Reverse(*i)))
                     .map(|(i, _)| i);
                 if let Some(job) = best.and_then(|i| pending.get_mut(i)) {
@@ -82,7 +113,7 @@ pub(super) fn dispatch<C, S>(
             },
             None => None,
         };
-        let (shared, handoff, state) = (shared.clone(), handoff.clone(), job.clone());
+        let (shared, handoff, state) = (shared.clone(), lane.handoffs.of(&job), job.clone());
         let task: Task =
             Box::new(move || synthesize(shared, job, index, circuit, permit, budget, handoff));
         if let Err(crossbeam_channel::SendError(task)) = tasks.send(task) {
@@ -195,12 +226,17 @@ fn synthesize<C, S>(
 /// moves it to `OnAccelerator`, so that `Synthesizing + AwaitingAccelerator <= pw +
 /// queue_depth` holds at every instant (a bare bounded channel frees its slot at the receive,
 /// before that move).
-pub(super) fn pump(core: Arc<Core>, handoff: mpsc::Receiver<HandOff>, queue: Sender<Queued>) {
+pub(super) fn pump(
+    core: Arc<Core>,
+    slots: Semaphore,
+    handoff: mpsc::Receiver<HandOff>,
+    queue: Sender<Queued>,
+) {
     for h in handoff {
         if h.inflight.skip_if_cancelled() {
             continue;
         }
-        let Some(slot) = core.slots.acquire(1) else {
+        let Some(slot) = slots.acquire(1) else {
             return; // queue_depth >= 1 is validated: unreachable
         };
         let HandOff {

@@ -1,6 +1,7 @@
-//! The synthesis threads: plain threads (`proofline-synth-<i>`), as many as the synthesis pool
-//! has, each running one partition's synthesis task at a time with that pool
-//! (`proofline-synth-par-<i>`) as the pool of the synthesis's parallel parts. The tasks are not
+//! The synthesis threads: plain threads (`proofline-synth-<i>`, and `proofline-synth-urgent-<i>`
+//! for the urgent lane), as many as the lane's synthesis pool has, each running one partition's
+//! synthesis task at a time with that pool (`proofline-synth-par-<i>`,
+//! `proofline-urgent-par-<i>`) as the pool of the synthesis's parallel parts. The tasks are not
 //! the pool's own: [`crate::parallel`] says why.
 
 use std::sync::Arc;
@@ -17,16 +18,17 @@ use super::spawn;
 /// One partition's synthesis.
 pub(super) type Task = Box<dyn FnOnce() + Send>;
 
-/// Starts one thread per thread of `pool`; they end once the returned sender is dropped and
-/// every task sent has run. Their handles go into `handles`.
+/// Starts one thread (`<name>-<i>`) per thread of `pool`; they end once the returned sender is
+/// dropped and every task sent has run. Their handles go into `handles`.
 pub(super) fn start(
+    name: &str,
     pool: Arc<ThreadPool>,
     handles: &mut Vec<JoinHandle<()>>,
 ) -> Result<Sender<Task>> {
     let (tx, rx) = crossbeam_channel::unbounded::<Task>();
     for i in 0..pool.current_num_threads() {
         let (rx, pool) = (rx.clone(), pool.clone());
-        handles.push(spawn(format!("proofline-synth-{i}"), move || {
+        handles.push(spawn(format!("{name}-{i}"), move || {
             for task in rx {
                 let run = std::panic::AssertUnwindSafe(|| parallel::with_pool(&pool, task));
                 // A task catches the synthesizer's panics itself; one that escapes is a bug in
