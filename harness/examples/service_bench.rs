@@ -69,6 +69,9 @@ struct Args {
     /// Append the figures as records to this JSON Lines file.
     #[arg(long)]
     record: Option<PathBuf>,
+    /// The device the backend runs on, named in the records' machine (`NVIDIA H200`).
+    #[arg(long, default_value = "")]
+    device: String,
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -425,7 +428,7 @@ fn main() -> Result<()> {
     );
 
     if let Some(path) = &args.record {
-        let p = Provenance::here();
+        let p = Provenance::here().with_device(&args.device);
         // How the binaries were built (the test profile is the release one's optimisation),
         // then this run's own command line.
         let command = format!(

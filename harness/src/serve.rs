@@ -52,6 +52,10 @@ pub struct ServeArgs {
     /// first at each partition boundary [default: 2].
     #[arg(long = "concurrent-jobs", value_parser = parse_pw)]
     pub concurrent_jobs: Option<usize>,
+    /// Synthesis workers and accelerator queue slots kept for WindowPoSt and WinningPoSt, so
+    /// that their partitions pass the C2 partitions already synthesized (0: none) [default: 1].
+    #[arg(long = "urgent-workers")]
+    pub urgent_workers: Option<usize>,
     /// The engine's byte budget for partitions in flight (default: none).
     #[arg(long = "mem-budget", value_parser = parse_size)]
     pub mem_budget: Option<u64>,
@@ -112,6 +116,7 @@ impl ServeArgs {
                 max_message_size: self.max_message_size,
                 pw: self.pw,
                 concurrent_jobs: self.concurrent_jobs,
+                urgent_workers: self.urgent_workers,
                 mem_budget: self.mem_budget,
                 params_budget: self.params_budget,
                 max_queued: self.max_queued,
@@ -193,6 +198,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             },
             gpu_workers: s.gpu_workers,
             synthesis_workers: s.pw,
+            urgent_workers: s.urgent_workers,
             mem_budget: s.mem_budget,
             load,
             params_budget: s.params_budget,

@@ -29,6 +29,8 @@ pub struct ServeFile {
     pub pw: Option<usize>,
     /// Jobs proven at once.
     pub concurrent_jobs: Option<usize>,
+    /// Synthesis workers kept for WindowPoSt and WinningPoSt (0: none).
+    pub urgent_workers: Option<usize>,
     /// The engine's byte budget.
     pub mem_budget: Option<Size>,
     /// Bytes of parameters kept loaded at most.
@@ -107,6 +109,8 @@ pub struct ServeSettings {
     pub pw: usize,
     /// Jobs proven at once.
     pub concurrent_jobs: usize,
+    /// Synthesis workers kept for WindowPoSt and WinningPoSt (0: none).
+    pub urgent_workers: usize,
     /// The engine's byte budget.
     pub mem_budget: Option<u64>,
     /// Bytes of parameters kept loaded at most.
@@ -152,6 +156,8 @@ pub struct ServeFlags {
     pub pw: Option<usize>,
     /// `--concurrent-jobs`.
     pub concurrent_jobs: Option<usize>,
+    /// `--urgent-workers`.
+    pub urgent_workers: Option<usize>,
     /// `--mem-budget`.
     pub mem_budget: Option<u64>,
     /// `--params-budget`.
@@ -240,6 +246,7 @@ impl ServeSettings {
                 "concurrent-jobs",
                 2,
             )?,
+            urgent_workers: flags.urgent_workers.or(file.urgent_workers).unwrap_or(1),
             mem_budget: size(flags.mem_budget, &file.mem_budget, "mem-budget")?,
             params_budget: size(flags.params_budget, &file.params_budget, "params-budget")?,
             max_queued: flags.max_queued.or(file.max_queued),
@@ -275,6 +282,12 @@ impl ServeSettings {
         anyhow::ensure!(
             self.params_budget != Some(0),
             "--params-budget (or params-budget in the config file): 0 cannot hold any parameters"
+        );
+        anyhow::ensure!(
+            self.urgent_workers <= prover_core::runtime::engine::MAX_THREADS,
+            "--urgent-workers (or urgent-workers in the config file): {} is more than {}",
+            self.urgent_workers,
+            prover_core::runtime::engine::MAX_THREADS
         );
         anyhow::ensure!(
             self.max_queued != Some(0),
@@ -322,6 +335,7 @@ mod tests {
         assert_eq!(s.params_budget, Some(1 << 20));
         assert_eq!(s.pw, 8);
         assert_eq!(s.concurrent_jobs, 3);
+        assert_eq!(s.urgent_workers, 1);
         assert_eq!(s.max_queued, Some(100));
         assert!(s.check_params);
         assert_eq!(s.max_message_size, 256 << 20);

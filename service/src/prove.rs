@@ -22,6 +22,7 @@ use prover_core::accounting::ledger::{ResidentKind, Snapshot};
 use prover_core::runtime::budget::BudgetSize;
 use prover_core::{
     Accelerator, CpuSynthesizer, Engine, JobCanceller, Parameters, PreparedParameters, Proof,
+    UrgentLane,
 };
 
 use crate::circuits::Circuit;
@@ -41,6 +42,10 @@ pub struct ProverOptions {
     pub gpu_workers: usize,
     /// Partitions synthesized at once (the engine's synthesis workers).
     pub synthesis_workers: usize,
+    /// Synthesis workers and accelerator queue slots kept for jobs of high priority or more
+    /// (WindowPoSt, WinningPoSt), so that their partitions pass the C2 partitions already
+    /// synthesized and queued (0: none; see [`prover_core::UrgentLane`]).
+    pub urgent_workers: usize,
     /// The engine's byte budget for partitions in flight (none: unbounded).
     pub mem_budget: Option<u64>,
     /// How parameter files are read.
@@ -57,6 +62,7 @@ impl std::fmt::Debug for ProverOptions {
             .field("devices", &self.devices)
             .field("gpu_workers", &self.gpu_workers)
             .field("synthesis_workers", &self.synthesis_workers)
+            .field("urgent_workers", &self.urgent_workers)
             .field("mem_budget", &self.mem_budget)
             .field("load", &self.load)
             .field("params_budget", &self.params_budget)
@@ -166,6 +172,10 @@ impl Prover {
                 devices: options.devices.clone(),
                 gpu_workers: options.gpu_workers,
                 fallback: options.fallback.clone(),
+                urgent: (options.urgent_workers > 0).then_some(UrgentLane {
+                    min_priority: crate::proto::Priority::High as i32,
+                    workers: options.urgent_workers,
+                }),
                 ..Default::default()
             },
             CpuSynthesizer,
