@@ -17,9 +17,7 @@ use proofline_service::server::{serve as run_server, ServeOptions};
 
 use crate::backend::{open_backend, BackendOptions};
 use crate::commands::ParamsLoad;
-use crate::config::BackendKind;
 use crate::serve_config::{ServeFile, ServeFlags, ServeSettings};
-use crate::units::{parse_pw, parse_size};
 use crate::{say, tell};
 
 /// `proofline serve`'s options. Each may instead be set in the `--config` file (the flag's
@@ -29,76 +27,9 @@ pub struct ServeArgs {
     /// A TOML file of settings (`data-dir = "/var/lib/proofline"`, `mem-budget = "64GiB"`, ...).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Where to listen: unix:///PATH (the default, `<data-dir>/proofline.sock`, created
-    /// owner-only) or HOST:PORT (TCP).
-    #[arg(long)]
-    pub listen: Option<Listen>,
-    /// The job store's directory (jobs.sqlite and the queued payloads); required, here or in
-    /// the config file.
-    #[arg(long = "data-dir")]
-    pub data_dir: Option<PathBuf>,
-    /// A file holding the bearer token every call must carry (Curio sends none: with Curio,
-    /// listen on the socket or a private address instead).
-    #[arg(long = "auth-token-file")]
-    pub auth_token_file: Option<PathBuf>,
-    /// The largest gRPC message received or sent [default: 256MiB].
-    #[arg(long = "max-message-size", value_parser = parse_size)]
-    pub max_message_size: Option<u64>,
-    /// Partitions synthesized at once (the engine's synthesis workers, shared by every job)
-    /// [default: 2].
-    #[arg(long, value_parser = parse_pw)]
-    pub pw: Option<usize>,
-    /// Jobs proven at once: their partitions share the engine, the more urgent job's taken
-    /// first at each partition boundary [default: 2].
-    #[arg(long = "concurrent-jobs", value_parser = parse_pw)]
-    pub concurrent_jobs: Option<usize>,
-    /// Synthesis workers and accelerator queue slots kept for WindowPoSt and WinningPoSt, so
-    /// that their partitions pass the C2 partitions already synthesized (0: none) [default: 1].
-    #[arg(long = "urgent-workers")]
-    pub urgent_workers: Option<usize>,
-    /// The engine's byte budget for partitions in flight (default: none).
-    #[arg(long = "mem-budget", value_parser = parse_size)]
-    pub mem_budget: Option<u64>,
-    /// Bytes of parameters kept loaded at most: loading another set lets the least recently
-    /// used go (default: every set loaded stays until EvictSRS).
-    #[arg(long = "params-budget", value_parser = parse_size)]
-    pub params_budget: Option<u64>,
-    /// Jobs queued at most: a new job beyond it is RESOURCE_EXHAUSTED (default: no limit).
-    #[arg(long = "max-queued")]
-    pub max_queued: Option<u64>,
-    /// Serve `/metrics` (Prometheus' text format) and `/status` (JSON) over HTTP at HOST:PORT.
-    #[arg(long = "metrics-listen")]
-    pub metrics_listen: Option<std::net::SocketAddr>,
-    /// Hours a finished job's result is kept [default: 24].
-    #[arg(long = "retention-hours")]
-    pub retention_hours: Option<u64>,
-    /// Seconds a stop (SIGTERM, SIGINT) waits for the running jobs before leaving them to the
-    /// next start [default: 300].
-    #[arg(long = "stop-timeout")]
-    pub stop_timeout: Option<u64>,
-    /// Where parameter files are (default: FIL_PROOFS_PARAMETER_CACHE, else
-    /// /var/tmp/filecoin-proof-parameters).
-    #[arg(long = "parameter-cache")]
-    pub parameter_cache: Option<PathBuf>,
-    /// How parameter files are read.
+    /// The settings' flags.
     #[command(flatten)]
-    pub params: ParamsLoad,
-    /// Compute backend: cpu, cuda or opencl [default: cpu].
-    #[arg(long, value_enum)]
-    pub backend: Option<BackendKind>,
-    /// Devices to use, as ordinals of the backend's device list (comma list; cuda/opencl
-    /// only; default: the first).
-    #[arg(long, value_delimiter = ',')]
-    pub gpus: Vec<usize>,
-    /// Accelerator workers per device [default: 1].
-    #[arg(long = "gpu-workers", value_parser = parse_pw)]
-    pub gpu_workers: Option<usize>,
-    /// OpenCL devices: `PLATFORM[:N]` (opencl only; default: every GPU, else every device).
-    #[arg(long = "opencl-device")]
-    pub opencl_device: Option<String>,
-    /// Caps the device memory the GPU backend uses per device (cuda/opencl only).
-    #[arg(long = "gpu-mem-limit", value_parser = parse_size)]
-    pub gpu_mem_limit: Option<u64>,
+    pub flags: ServeFlags,
 }
 
 impl ServeArgs {
@@ -108,33 +39,7 @@ impl ServeArgs {
             Some(path) => ServeFile::read(path)?,
             None => ServeFile::default(),
         };
-        ServeSettings::resolve(
-            ServeFlags {
-                listen: self.listen,
-                data_dir: self.data_dir,
-                auth_token_file: self.auth_token_file,
-                max_message_size: self.max_message_size,
-                pw: self.pw,
-                concurrent_jobs: self.concurrent_jobs,
-                urgent_workers: self.urgent_workers,
-                mem_budget: self.mem_budget,
-                params_budget: self.params_budget,
-                max_queued: self.max_queued,
-                metrics_listen: self.metrics_listen,
-                retention_hours: self.retention_hours,
-                stop_timeout: self.stop_timeout,
-                backend: self.backend,
-                gpus: self.gpus,
-                gpu_workers: self.gpu_workers,
-                opencl_device: self.opencl_device,
-                gpu_mem_limit: self.gpu_mem_limit,
-                parameter_cache: self.parameter_cache,
-                check_params: self.params.check_params,
-                no_native_params: self.params.no_native_params,
-            },
-            file,
-        )
-        .with_context(|| match &self.config {
+        ServeSettings::resolve(self.flags, file).with_context(|| match &self.config {
             Some(p) => format!("proofline serve (with the config file {})", p.display()),
             None => "proofline serve".to_string(),
         })

@@ -10,6 +10,7 @@ use anyhow::Context;
 use proofline_service::listen::Listen;
 use serde::Deserialize;
 
+use crate::commands::ParamsLoad;
 use crate::config::BackendKind;
 use crate::units::{parse_pw, parse_size};
 
@@ -141,51 +142,80 @@ pub struct ServeSettings {
     pub no_native_params: bool,
 }
 
-/// The flags, each `None` (or empty, or false) when not given.
-#[derive(Debug, Default)]
+/// The flags (`proofline serve --help` shows them), each `None` (or empty, or false) when not
+/// given.
+#[derive(clap::Args, Debug, Default)]
 pub struct ServeFlags {
-    /// `--listen`.
+    /// Where to listen: unix:///PATH (the default, `<data-dir>/proofline.sock`, created
+    /// owner-only) or HOST:PORT (TCP).
+    #[arg(long)]
     pub listen: Option<Listen>,
-    /// `--data-dir`.
+    /// The job store's directory (jobs.sqlite and the queued payloads); required, here or in
+    /// the config file.
+    #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
-    /// `--auth-token-file`.
+    /// A file holding the bearer token every call must carry (Curio sends none: with Curio,
+    /// listen on the socket or a private address instead).
+    #[arg(long = "auth-token-file")]
     pub auth_token_file: Option<PathBuf>,
-    /// `--max-message-size`.
+    /// The largest gRPC message received or sent [default: 256MiB].
+    #[arg(long = "max-message-size", value_parser = parse_size)]
     pub max_message_size: Option<u64>,
-    /// `--pw`.
+    /// Partitions synthesized at once (the engine's synthesis workers, shared by every job)
+    /// [default: 2].
+    #[arg(long, value_parser = parse_pw)]
     pub pw: Option<usize>,
-    /// `--concurrent-jobs`.
+    /// Jobs proven at once: their partitions share the engine, the more urgent job's taken
+    /// first at each partition boundary [default: 2].
+    #[arg(long = "concurrent-jobs", value_parser = parse_pw)]
     pub concurrent_jobs: Option<usize>,
-    /// `--urgent-workers`.
+    /// Synthesis workers and accelerator queue slots kept for WindowPoSt and WinningPoSt, so
+    /// that their partitions pass the C2 partitions already synthesized (0: none) [default: 1].
+    #[arg(long = "urgent-workers")]
     pub urgent_workers: Option<usize>,
-    /// `--mem-budget`.
+    /// The engine's byte budget for partitions in flight (default: none).
+    #[arg(long = "mem-budget", value_parser = parse_size)]
     pub mem_budget: Option<u64>,
-    /// `--params-budget`.
+    /// Bytes of parameters kept loaded at most: loading another set lets the least recently
+    /// used go (default: every set loaded stays until EvictSRS).
+    #[arg(long = "params-budget", value_parser = parse_size)]
     pub params_budget: Option<u64>,
-    /// `--max-queued`.
+    /// Jobs queued at most: a new job beyond it is RESOURCE_EXHAUSTED (default: no limit).
+    #[arg(long = "max-queued")]
     pub max_queued: Option<u64>,
-    /// `--metrics-listen`.
-    pub metrics_listen: Option<SocketAddr>,
-    /// `--retention-hours`.
+    /// Serve `/metrics` (Prometheus' text format) and `/status` (JSON) over HTTP at HOST:PORT.
+    #[arg(long = "metrics-listen")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Hours a finished job's result is kept [default: 24].
+    #[arg(long = "retention-hours")]
     pub retention_hours: Option<u64>,
-    /// `--stop-timeout`.
+    /// Seconds a stop (SIGTERM, SIGINT) waits for the running jobs before leaving them to the
+    /// next start [default: 300].
+    #[arg(long = "stop-timeout")]
     pub stop_timeout: Option<u64>,
-    /// `--backend`.
-    pub backend: Option<BackendKind>,
-    /// `--gpus`.
-    pub gpus: Vec<usize>,
-    /// `--gpu-workers`.
-    pub gpu_workers: Option<usize>,
-    /// `--opencl-device`.
-    pub opencl_device: Option<String>,
-    /// `--gpu-mem-limit`.
-    pub gpu_mem_limit: Option<u64>,
-    /// `--parameter-cache`.
+    /// Where parameter files are (default: FIL_PROOFS_PARAMETER_CACHE, else
+    /// /var/tmp/filecoin-proof-parameters).
+    #[arg(long = "parameter-cache")]
     pub parameter_cache: Option<PathBuf>,
-    /// `--check-params`.
-    pub check_params: bool,
-    /// `--no-native-params`.
-    pub no_native_params: bool,
+    /// How parameter files are read.
+    #[command(flatten)]
+    pub params: ParamsLoad,
+    /// Compute backend: cpu, cuda or opencl [default: cpu].
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendKind>,
+    /// Devices to use, as ordinals of the backend's device list (comma list; cuda/opencl
+    /// only; default: the first).
+    #[arg(long, value_delimiter = ',')]
+    pub gpus: Vec<usize>,
+    /// Accelerator workers per device [default: 1].
+    #[arg(long = "gpu-workers", value_parser = parse_pw)]
+    pub gpu_workers: Option<usize>,
+    /// OpenCL devices: `PLATFORM[:N]` (opencl only; default: every GPU, else every device).
+    #[arg(long = "opencl-device")]
+    pub opencl_device: Option<String>,
+    /// Caps the device memory the GPU backend uses per device (cuda/opencl only).
+    #[arg(long = "gpu-mem-limit", value_parser = parse_size)]
+    pub gpu_mem_limit: Option<u64>,
 }
 
 fn size(flag: Option<u64>, file: &Option<Size>, key: &str) -> anyhow::Result<Option<u64>> {
@@ -263,8 +293,9 @@ impl ServeSettings {
             opencl_device: flags.opencl_device.or(file.opencl_device),
             gpu_mem_limit: size(flags.gpu_mem_limit, &file.gpu_mem_limit, "gpu-mem-limit")?,
             parameter_cache: flags.parameter_cache.or(file.parameter_cache),
-            check_params: flags.check_params || file.check_params.unwrap_or(false),
-            no_native_params: flags.no_native_params || file.no_native_params.unwrap_or(false),
+            check_params: flags.params.check_params || file.check_params.unwrap_or(false),
+            no_native_params: flags.params.no_native_params
+                || file.no_native_params.unwrap_or(false),
         };
         settings.check()?;
         Ok(settings)

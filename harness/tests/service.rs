@@ -486,7 +486,11 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
             assert!(r.proof.is_empty());
         }
         for id in &queued {
-            assert_eq!(await_done(&mut c, id).await.status, 1);
+            let r = await_done(&mut c, id).await;
+            assert_eq!(r.status, 1, "{r:?}");
+            // Where its time went: its one partition synthesized and proven, after its wait.
+            assert!(r.synthesis_ms > 0 && r.gpu_compute_ms > 0, "{r:?}");
+            assert!(r.queue_wait_ms + r.gpu_compute_ms <= r.total_ms, "{r:?}");
         }
     });
 

@@ -28,6 +28,7 @@ use prover_core::{
 use crate::circuits::Circuit;
 use crate::registered::PostKind;
 use crate::request::{Accepted, Work};
+use crate::store::Timings;
 
 /// How the prover runs jobs.
 #[derive(Clone)]
@@ -75,10 +76,8 @@ impl std::fmt::Debug for ProverOptions {
 pub struct Proven {
     /// The proof bytes, in the layout filecoin-ffi returns.
     pub proof: Vec<u8>,
-    /// Milliseconds loading parameters (0 when they were loaded already).
-    pub params_ms: u64,
-    /// Milliseconds in the engine (synthesis and the accelerator, every partition).
-    pub prove_ms: u64,
+    /// Where the time went: parameters loaded, synthesis and the accelerator.
+    pub timings: Timings,
 }
 
 /// Cancels one job's proving from another thread: before its partitions reach the engine, or
@@ -362,7 +361,6 @@ impl Prover {
         let (prepared, _) = self.prepared(Circuit::of(job))?;
         let params_ms = t.elapsed().as_millis() as u64;
         run.cancel.check()?;
-        let t = Instant::now();
         let handle = self
             .engine
             .submit_with_priority(
@@ -373,15 +371,19 @@ impl Prover {
             )
             .map_err(text)?;
         run.cancel.attach(handle.canceller());
-        let proofs = match handle.wait() {
+        let (result, times) = handle.wait_timed();
+        let proofs = match result {
             Ok(proofs) => proofs,
             Err(prover_core::Error::Cancelled) => return Err(CANCELLED.into()),
             Err(e) => return Err(text(e)),
         };
         Ok(Proven {
             proof: Proof::many_to_bytes(&proofs),
-            params_ms,
-            prove_ms: t.elapsed().as_millis() as u64,
+            timings: Timings {
+                srs_load_ms: params_ms,
+                synthesis_ms: times.synthesis.as_millis() as u64,
+                gpu_compute_ms: times.accelerator.as_millis() as u64,
+            },
         })
     }
 

@@ -299,8 +299,13 @@ fn response(job: JobRecord) -> AwaitProofResponse {
         total_ms: job
             .finished_ms
             .map_or(0, |f| f.saturating_sub(job.submitted_ms)),
+        queue_wait_ms: job
+            .started_ms
+            .map_or(0, |s| s.saturating_sub(job.submitted_ms)),
+        srs_load_ms: job.timings.srs_load_ms,
+        synthesis_ms: job.timings.synthesis_ms,
+        gpu_compute_ms: job.timings.gpu_compute_ms,
         job_id: job.id,
-        ..Default::default()
     }
 }
 
@@ -591,7 +596,7 @@ fn room_for_next(shared: &Shared, slots: usize) -> bool {
 fn prove_claimed(shared: &Shared, job: &JobRecord, cancel: &CancelToken) {
     let started = Instant::now();
     let outcome = run_job(shared, job, cancel);
-    let ok = matches!(outcome, Outcome::Completed(_));
+    let ok = matches!(outcome, Outcome::Completed(..));
     match shared.store().finish(&job.id, outcome) {
         Ok(true) => {
             let (n, name) = if ok {
@@ -631,7 +636,7 @@ fn run_job(shared: &Shared, job: &JobRecord, cancel: &CancelToken) -> Outcome {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         prover.prove(&accepted, cancel)
     })) {
-        Ok(Ok(proven)) => Outcome::Completed(proven.proof),
+        Ok(Ok(proven)) => Outcome::Completed(proven.proof, proven.timings),
         Ok(Err(reason)) => Outcome::Failed(reason),
         Err(_) => Outcome::Failed("the prover panicked on this job".into()),
     }

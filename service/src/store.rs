@@ -122,6 +122,21 @@ pub struct JobRecord {
     pub submitted_ms: u64,
     /// When it ended.
     pub finished_ms: Option<u64>,
+    /// When it was last claimed.
+    pub started_ms: Option<u64>,
+    /// Where a completed job's time went (zeros until it completes).
+    pub timings: Timings,
+}
+
+/// Where a completed job's time went, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// Loading its parameters (0 when they were held already).
+    pub srs_load_ms: u64,
+    /// Its partitions' synthesis, summed over the partitions.
+    pub synthesis_ms: u64,
+    /// Its partitions on the accelerator, summed over the partitions.
+    pub gpu_compute_ms: u64,
 }
 
 /// What [`JobStore::submit`] did.
@@ -140,8 +155,8 @@ pub enum Submitted {
 /// How a job ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Proven.
-    Completed(Vec<u8>),
+    /// Proven: the proof, and where the time went.
+    Completed(Vec<u8>, Timings),
     /// Failed, with the reason.
     Failed(String),
 }
@@ -204,7 +219,16 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 const COLUMNS: &str = "id, request_id, digest, kind, priority, state, attempts, proof, error, \
-                       submitted_ms, finished_ms";
+                       submitted_ms, finished_ms, started_ms, srs_load_ms, synthesis_ms, \
+                       gpu_compute_ms";
+
+/// The columns of [`Timings`] and the claim time, added to the first layout.
+const TIMING_COLUMNS: [&str; 4] = [
+    "started_ms",
+    "srs_load_ms",
+    "synthesis_ms",
+    "gpu_compute_ms",
+];
 
 fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<(JobRecord, String)> {
     let digest: Vec<u8> = row.get(2)?;
@@ -226,6 +250,12 @@ fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<(JobRecord, String)> {
             error: row.get(8)?,
             submitted_ms: row.get::<_, i64>(9)? as u64,
             finished_ms: row.get::<_, Option<i64>>(10)?.map(|v| v as u64),
+            started_ms: row.get::<_, Option<i64>>(11)?.map(|v| v as u64),
+            timings: Timings {
+                srs_load_ms: row.get::<_, Option<i64>>(12)?.unwrap_or(0) as u64,
+                synthesis_ms: row.get::<_, Option<i64>>(13)?.unwrap_or(0) as u64,
+                gpu_compute_ms: row.get::<_, Option<i64>>(14)?.unwrap_or(0) as u64,
+            },
         },
         state,
     ))
@@ -257,6 +287,16 @@ impl SqliteStore {
              );
              CREATE INDEX IF NOT EXISTS jobs_queue ON jobs (state, priority DESC, seq);",
         )?;
+        // Columns added since the first layout (a store written before them gains them).
+        let have: Vec<String> = db
+            .prepare("SELECT name FROM pragma_table_info('jobs')")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for column in TIMING_COLUMNS {
+            if !have.iter().any(|h| h == column) {
+                db.execute_batch(&format!("ALTER TABLE jobs ADD COLUMN {column} INTEGER"))?;
+            }
+        }
         Ok(SqliteStore { db, payloads })
     }
 
@@ -368,22 +408,33 @@ impl JobStore for SqliteStore {
             return Ok(None);
         };
         tx.execute(
-            "UPDATE jobs SET state = 'running', attempts = attempts + 1 WHERE id = ?1",
-            [&id],
+            "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_ms = ?2
+             WHERE id = ?1",
+            params![&id, now_ms() as i64],
         )?;
         tx.commit()?;
         self.get(&id)
     }
 
     fn finish(&mut self, id: &str, outcome: Outcome) -> Result<bool> {
-        let (state, proof, error) = match outcome {
-            Outcome::Completed(p) => (JobState::Completed, Some(p), None),
-            Outcome::Failed(e) => (JobState::Failed, None, Some(e)),
+        let (state, proof, error, t) = match outcome {
+            Outcome::Completed(p, t) => (JobState::Completed, Some(p), None, t),
+            Outcome::Failed(e) => (JobState::Failed, None, Some(e), Timings::default()),
         };
         let changed = self.db.execute(
-            "UPDATE jobs SET state = ?2, proof = ?3, error = ?4, finished_ms = ?5
+            "UPDATE jobs SET state = ?2, proof = ?3, error = ?4, finished_ms = ?5,
+                 srs_load_ms = ?6, synthesis_ms = ?7, gpu_compute_ms = ?8
              WHERE id = ?1 AND state = 'running'",
-            params![id, state.code(), proof, error, now_ms() as i64],
+            params![
+                id,
+                state.code(),
+                proof,
+                error,
+                now_ms() as i64,
+                t.srs_load_ms as i64,
+                t.synthesis_ms as i64,
+                t.gpu_compute_ms as i64
+            ],
         )?;
         self.remove_payload(id);
         Ok(changed == 1)

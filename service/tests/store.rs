@@ -3,7 +3,7 @@
 //! cancelled job's result in.
 
 use proofline_service::store::{
-    Cancelled, JobState, JobStore, NewJob, Outcome, SqliteStore, Submitted,
+    Cancelled, JobState, JobStore, NewJob, Outcome, SqliteStore, Submitted, Timings,
 };
 
 fn job(request_id: &str, priority: i32, payload: &[u8]) -> NewJob {
@@ -44,15 +44,24 @@ fn the_same_request_twice_is_one_job_and_another_payload_is_refused() {
         Submitted::Conflict(r) => assert_eq!(r.id, first.id),
         other => panic!("{other:?}"),
     }
-    // Finished, the same request returns the finished job with its proof.
-    assert_eq!(store.claim_next().unwrap().unwrap().id, first.id);
+    // Finished, the same request returns the finished job with its proof and timings.
+    let claimed = store.claim_next().unwrap().unwrap();
+    assert_eq!(claimed.id, first.id);
+    assert!(claimed.started_ms.is_some_and(|s| s >= first.submitted_ms));
+    assert_eq!(first.started_ms, None);
+    let timings = Timings {
+        srs_load_ms: 11,
+        synthesis_ms: 22,
+        gpu_compute_ms: 33,
+    };
     assert!(store
-        .finish(&first.id, Outcome::Completed(vec![7; 192]))
+        .finish(&first.id, Outcome::Completed(vec![7; 192], timings))
         .unwrap());
     match store.submit(job("r1", 2, b"payload")).unwrap() {
         Submitted::Existing(r) => {
             assert_eq!(r.state, JobState::Completed);
             assert_eq!(r.proof, Some(vec![7; 192]));
+            assert_eq!(r.timings, timings);
         }
         other => panic!("{other:?}"),
     }
@@ -140,7 +149,7 @@ fn a_cancelled_job_never_runs_and_a_cancelled_running_job_keeps_no_result() {
     );
     assert_eq!(store.cancel(&a.id).unwrap(), Cancelled::WasRunning);
     assert!(!store
-        .finish(&a.id, Outcome::Completed(vec![1; 192]))
+        .finish(&a.id, Outcome::Completed(vec![1; 192], Timings::default()))
         .unwrap());
     let a = store.get(&a.id).unwrap().unwrap();
     assert_eq!((a.state, a.proof), (JobState::Cancelled, None));
@@ -176,4 +185,48 @@ fn ended_jobs_are_purged_after_retention_and_queued_ones_kept() {
             .count(),
         1
     );
+}
+
+#[test]
+fn a_store_of_the_first_layout_gains_the_timing_columns_and_keeps_its_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = rusqlite::Connection::open(dir.path().join("jobs.sqlite")).unwrap();
+        db.execute_batch(
+            "CREATE TABLE jobs (
+                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                 id TEXT NOT NULL UNIQUE,
+                 request_id TEXT NOT NULL UNIQUE,
+                 digest BLOB NOT NULL,
+                 kind TEXT NOT NULL,
+                 priority INTEGER NOT NULL,
+                 state TEXT NOT NULL,
+                 attempts INTEGER NOT NULL DEFAULT 0,
+                 proof BLOB,
+                 error TEXT,
+                 submitted_ms INTEGER NOT NULL,
+                 finished_ms INTEGER
+             );
+             INSERT INTO jobs (id, request_id, digest, kind, priority, state, proof,
+                               submitted_ms, finished_ms)
+             VALUES ('old', 'r-old', x'00', 'WINNING_POST', 4, 'completed', x'0102', 5, 9);",
+        )
+        .unwrap();
+    }
+    let mut store = SqliteStore::open(dir.path()).unwrap();
+    let old = store.get("old").unwrap().unwrap();
+    assert_eq!(old.state, JobState::Completed);
+    assert_eq!(old.proof, Some(vec![1, 2]));
+    assert_eq!(old.timings, Timings::default());
+    assert_eq!(old.started_ms, None);
+    // Twin: a job of the new layout records its timings.
+    let j = new(store.submit(job("r-new", 2, b"new")).unwrap());
+    store.claim_next().unwrap();
+    let t = Timings {
+        srs_load_ms: 1,
+        synthesis_ms: 2,
+        gpu_compute_ms: 3,
+    };
+    assert!(store.finish(&j.id, Outcome::Completed(vec![9], t)).unwrap());
+    assert_eq!(store.get(&j.id).unwrap().unwrap().timings, t);
 }

@@ -258,6 +258,7 @@ pub(super) fn device_worker(
         inflight.token.release_backend_buffers();
         add_time(&dev.busy_nanos[slot], t);
         add_time(&core.stage_nanos[ACCELERATOR], t);
+        add_time(&job.accelerator_nanos, t);
         match outcome {
             Ok(Ok(pending)) => {
                 // With verification on, the device succeeded once the proof has verified.
@@ -389,6 +390,7 @@ pub(super) fn fallback_worker(
         let t = Instant::now();
         let outcome = run(&mut *worker, prepared, partition, &mut inflight);
         add_time(&core.stage_nanos[FALLBACK], t);
+        add_time(&job.accelerator_nanos, t);
         core.fallback_partitions.fetch_add(1, Ordering::AcqRel);
         match outcome {
             Ok(pending) => finish(&core, inflight, pending, &pool, &dealloc, None),

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use blstrs::Scalar;
 
@@ -40,6 +41,19 @@ pub(super) struct JobState {
     pub engine_settled: Arc<AtomicU64>,
     pub cancelled: AtomicBool,
     pub done: Mutex<Option<mpsc::Sender<Result<Vec<Proof>>>>>,
+    /// Nanoseconds its partitions spent in synthesis, and on an accelerator (the fallback's
+    /// included).
+    pub synthesis_nanos: AtomicU64,
+    pub accelerator_nanos: AtomicU64,
+}
+
+/// Where a job's partitions spent their time, summed over its partitions (which overlap).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobTimes {
+    /// In synthesis.
+    pub synthesis: Duration,
+    /// On an accelerator (a fallback backend's time included).
+    pub accelerator: Duration,
 }
 
 impl JobState {
@@ -114,7 +128,18 @@ impl JobHandle {
 
     /// Waits for all the job's proofs, in partition order, or its first error.
     pub fn wait(self) -> Result<Vec<Proof>> {
-        self.rx.recv().unwrap_or(Err(Error::ShutDown))
+        self.wait_timed().0
+    }
+
+    /// As [`JobHandle::wait`], with where the job's partitions spent their time.
+    pub fn wait_timed(self) -> (Result<Vec<Proof>>, JobTimes) {
+        let result = self.rx.recv().unwrap_or(Err(Error::ShutDown));
+        let nanos = |n: &AtomicU64| Duration::from_nanos(n.load(Ordering::Acquire));
+        let times = JobTimes {
+            synthesis: nanos(&self.state.synthesis_nanos),
+            accelerator: nanos(&self.state.accelerator_nanos),
+        };
+        (result, times)
     }
 
     /// Cancels the job: partitions not started are skipped, partitions in flight are dropped at

@@ -56,7 +56,7 @@ pub use config::{
     PartitionBytes, ReleasePolicy, UrgentLane, MAX_SLOTS, MAX_THREADS,
 };
 use job::{InFlight, JobState};
-pub use job::{JobCanceller, JobHandle};
+pub use job::{JobCanceller, JobHandle, JobTimes};
 
 /// Indices of [`Core::stage_nanos`].
 const SYNTHESIS: usize = 0;
@@ -556,6 +556,8 @@ where
             engine_settled: core.settled.clone(),
             cancelled: AtomicBool::new(false),
             done: Mutex::new(Some(tx)),
+            synthesis_nanos: AtomicU64::new(0),
+            accelerator_nanos: AtomicU64::new(0),
             randomness,
         });
         if circuits.is_empty() {

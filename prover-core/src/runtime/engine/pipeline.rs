@@ -63,7 +63,7 @@ where
 {
     let core = shared.core.clone();
     let takes = |job: &PendingJob<C>| {
-        lane.min_priority.is_none_or(|min| job.priority >= min)
+        lane.min_priority.map_or(true, |min| job.priority >= min)
             && !(job.state.urgent && lane.defer_to.as_ref().is_some_and(|u| u.available() > 0))
     };
     loop {
@@ -157,6 +157,7 @@ fn synthesize<C, S>(
     let t = Instant::now();
     let result = catch_panic("synthesis", || shared.synthesizer.synthesize(circuit));
     add_time(&core.stage_nanos[SYNTHESIS], t);
+    add_time(&job.synthesis_nanos, t);
     let partition = match result.and_then(|r| r) {
         Ok(p) => p,
         Err(e) => return job.fail(index, "synthesis", e),
