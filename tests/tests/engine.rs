@@ -599,7 +599,8 @@ fn an_urgent_lane_of_no_workers_is_refused() {
     .err()
     .expect("a lane of no workers is refused");
     assert!(
-        err.to_string().contains("urgent lane has 0 workers"),
+        err.to_string()
+            .contains("urgent.workers is 0; it must be between 1 and"),
         "{err}"
     );
     // Twin: one worker starts.

@@ -153,17 +153,14 @@ impl Config {
             ("fallback_threads", self.fallback_threads, MAX_THREADS),
             ("fallback_depth", self.fallback_depth, MAX_SLOTS),
             ("max_device_failures", self.max_device_failures, usize::MAX),
-        ] {
+        ]
+        .into_iter()
+        .chain(
+            self.urgent
+                .map(|l| ("urgent.workers", l.workers, MAX_THREADS)),
+        ) {
             if v == 0 || v > max {
                 return bad(format!("{name} is {v}; it must be between 1 and {max}"));
-            }
-        }
-        if let Some(lane) = &self.urgent {
-            if lane.workers == 0 || lane.workers > MAX_THREADS {
-                return bad(format!(
-                    "the urgent lane has {} workers; it must have between 1 and {MAX_THREADS}",
-                    lane.workers
-                ));
             }
         }
         for (name, v) in [

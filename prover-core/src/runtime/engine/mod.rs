@@ -97,14 +97,12 @@ struct Core {
     permits: Semaphore,
     /// Accelerator queue slots (`queue_depth`).
     slots: Semaphore,
-    /// The urgent lane's synthesis permits and its queue's slots ([`Config::urgent`]).
-    urgent_permits: Option<Semaphore>,
-    urgent_slots: Option<Semaphore>,
     /// Fallback pool slots (`fallback_depth`), with a fallback backend.
     fallback_slots: Option<Semaphore>,
     devices: Vec<DeviceState>,
     shutdown: AtomicBool,
-    /// Hand-off pumps still running (none: no partition will be queued any more).
+    /// Hand-off pumps still running (none: no partition will be queued any more); set by
+    /// `start` before any pump or worker runs.
     pumps_left: AtomicUsize,
     /// Partitions queued or on a worker, not yet routed on.
     accelerating: AtomicUsize,
@@ -224,8 +222,6 @@ where
         let core = Arc::new(Core {
             permits: Semaphore::new(config.synthesis_workers as u64),
             slots: Semaphore::new(config.queue_depth as u64),
-            urgent_permits: config.urgent.map(|l| Semaphore::new(l.workers as u64)),
-            urgent_slots: config.urgent.map(|l| Semaphore::new(l.workers as u64)),
             fallback_slots: config
                 .fallback
                 .as_ref()
@@ -236,7 +232,7 @@ where
             ledger: StageLedger::new(),
             budget,
             shutdown: AtomicBool::new(false),
-            pumps_left: AtomicUsize::new(1 + usize::from(config.urgent.is_some())),
+            pumps_left: AtomicUsize::new(0),
             accelerating: AtomicUsize::new(0),
             retries: AtomicUsize::new(0),
             stage_nanos: Default::default(),
@@ -279,25 +275,29 @@ where
         let core = self.shared.core.clone();
         let (handoff_tx, handoff_rx) = mpsc::channel();
         let (queue_tx, queue_rx) = crossbeam_channel::bounded(core.config.queue_depth);
-        // The urgent lane: its own hand-off, pump and queue (taken first by the workers).
-        let mut queues = Vec::new();
         let mut handoffs = pipeline::Handoffs {
             normal: handoff_tx,
             urgent: None,
         };
-        if let (Some(lane), Some(slots)) = (core.config.urgent, core.urgent_slots.clone()) {
+        let mut pumps = vec![(
+            "proofline-handoff",
+            core.slots.clone(),
+            handoff_rx,
+            queue_tx,
+        )];
+        let mut queues = vec![queue_rx];
+        // The urgent lane: its own synthesis permits and threads, hand-off pump and queue (taken
+        // first by the workers).
+        let mut urgent = None;
+        if let (Some(lane), Some(pool)) = (core.config.urgent, urgent_pool) {
             let (tx, rx) = mpsc::channel();
+            let (queue_tx, queue_rx) = crossbeam_channel::bounded(lane.workers);
             handoffs.urgent = Some(tx);
-            let (utx, urx) = crossbeam_channel::bounded(lane.workers);
-            queues.push(urx);
-            let core = core.clone();
-            self.threads
-                .push(spawn("proofline-handoff-urgent".into(), move || {
-                    pipeline::pump(core.clone(), slots, rx, utx);
-                    core.pumps_left.fetch_sub(1, Ordering::SeqCst);
-                })?);
+            let slots = Semaphore::new(lane.workers as u64);
+            pumps.push(("proofline-handoff-urgent", slots, rx, queue_tx));
+            queues.insert(0, queue_rx);
+            urgent = Some((pool, Semaphore::new(lane.workers as u64)));
         }
-        queues.push(queue_rx);
         let (dealloc_tx, dealloc_rx) = mpsc::channel::<finalize::DeallocItem>();
         let (ready_tx, ready_rx) = mpsc::channel();
         // The fallback pool's feed: its senders go to the device workers only, so the pool
@@ -305,35 +305,32 @@ where
         let (fallback_tx, fallback_rx) = crossbeam_channel::unbounded();
         // One dispatcher per lane, each with its synthesis threads (they stop after their
         // dispatcher, which holds their feed).
-        let shared_lane = pipeline::Lane {
-            permits: core.permits.clone(),
-            min_priority: None,
-            defer_to: core.urgent_permits.clone(),
-            handoffs: handoffs.clone(),
-        };
-        let urgent_lane = core.urgent_permits.clone().map(|permits| pipeline::Lane {
-            permits,
-            min_priority: core.config.urgent.map(|l| l.min_priority),
-            defer_to: None,
-            handoffs: handoffs.clone(),
-        });
-        let lanes = [
-            Some((
-                "proofline-dispatch",
-                "proofline-synth",
-                synth_pool,
-                shared_lane,
-            )),
-            urgent_pool.zip(urgent_lane).map(|(pool, lane)| {
-                (
-                    "proofline-dispatch-urgent",
-                    "proofline-synth-urgent",
-                    pool,
-                    lane,
-                )
-            }),
-        ];
-        for (name, threads, pool, lane) in lanes.into_iter().flatten() {
+        let mut lanes = vec![(
+            "proofline-dispatch",
+            "proofline-synth",
+            synth_pool,
+            pipeline::Lane {
+                permits: core.permits.clone(),
+                urgent_only: false,
+                defer_to: urgent.as_ref().map(|(_, permits)| permits.clone()),
+                handoffs: handoffs.clone(),
+            },
+        )];
+        if let Some((pool, permits)) = urgent {
+            lanes.push((
+                "proofline-dispatch-urgent",
+                "proofline-synth-urgent",
+                pool,
+                pipeline::Lane {
+                    permits,
+                    urgent_only: true,
+                    defer_to: None,
+                    handoffs: handoffs.clone(),
+                },
+            ));
+        }
+        drop(handoffs);
+        for (name, threads, pool, lane) in lanes {
             let shared = self.shared.clone();
             let mut drivers = Vec::new();
             let tasks = synth_threads::start(threads, pool, &mut drivers)?;
@@ -342,15 +339,14 @@ where
             })?);
             self.threads.append(&mut drivers);
         }
-        drop(handoffs);
-        {
+        // Set before any pump or worker runs.
+        core.pumps_left.store(pumps.len(), Ordering::SeqCst);
+        for (name, slots, handoff, queue) in pumps {
             let core = core.clone();
-            let slots = core.slots.clone();
-            self.threads
-                .push(spawn("proofline-handoff".into(), move || {
-                    pipeline::pump(core.clone(), slots, handoff_rx, queue_tx);
-                    core.pumps_left.fetch_sub(1, Ordering::SeqCst);
-                })?);
+            self.threads.push(spawn(name.into(), move || {
+                pipeline::pump(core.clone(), slots, handoff, queue);
+                core.pumps_left.fetch_sub(1, Ordering::SeqCst);
+            })?);
         }
         let mut expected = 0;
         for d in 0..core.devices.len() {

@@ -42,13 +42,14 @@ impl Handoffs {
     }
 }
 
-/// One dispatcher's permits, and the jobs it takes (`min_priority`: those of that priority or
-/// more only; `None`: any). `defer_to` is the urgent lane's permits, for the shared dispatcher:
+/// One dispatcher's permits, and the jobs it takes (`urgent_only`: the urgent lane's, of
+/// [`JobState::urgent`] jobs only; else any). `defer_to` is the urgent lane's permits, for the
+/// shared dispatcher:
 /// it leaves urgent jobs to that lane while the lane has a permit free (their synthesis then
 /// never waits for a shared synthesis thread), and helps with them otherwise.
 pub(super) struct Lane {
     pub permits: Semaphore,
-    pub min_priority: Option<i32>,
+    pub urgent_only: bool,
     pub defer_to: Option<Semaphore>,
     pub handoffs: Handoffs,
 }
@@ -63,7 +64,7 @@ where
 {
     let core = shared.core.clone();
     let takes = |job: &PendingJob<C>| {
-        lane.min_priority.map_or(true, |min| job.priority >= min)
+        (job.state.urgent || !lane.urgent_only)
             && !(job.state.urgent && lane.defer_to.as_ref().is_some_and(|u| u.available() > 0))
     };
     loop {
