@@ -51,8 +51,8 @@ pub use groth16::verify::{
     check_proof, prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey,
 };
 pub use runtime::engine::{
-    Config, DeviceStats, Engine, EngineStats, JobCanceller, JobHandle, JobTimes, ReleasePolicy,
-    UrgentLane,
+    Config, DeviceStats, Engine, EngineStats, Hold, JobCanceller, JobHandle, JobTimes,
+    ReleasePolicy, UrgentLane,
 };
 pub use stages::plan::{MsmTerm, QueryPlan};
 pub use stages::prove::{prove, prove_with_randomness, Stages};

@@ -580,6 +580,53 @@ fn an_urgent_lane_takes_the_accelerator_next_past_a_full_pipeline() {
     assert_eq!(urgent_behind_a_full_pipeline(Some(high)), "abcU");
 }
 
+/// A job of `partitions` holding a token, with one synthesis permit and one queue slot behind a
+/// closed accelerator gate: whether the engine still held the token once the pipeline was full
+/// (one partition on the accelerator, one queued, one synthesized and waiting for the slot),
+/// and whether it held it after the job's proofs came back.
+fn hold_behind_a_full_pipeline(partitions: usize) -> (bool, bool) {
+    let (prepared, pvk) = setup();
+    let gate = Gate::closed();
+    let engine = engine(
+        Config {
+            synthesis_workers: 1,
+            synthesis_threads: 1,
+            queue_depth: 1,
+            ..Config::default()
+        },
+        gate.clone(),
+        vec![],
+    );
+    let _open = OpenOnDrop(gate.clone());
+    let token = Arc::new(());
+    let circuits = (0..partitions).map(|p| circuit(0, p)).collect();
+    let hold: prover_core::Hold = Box::new(token.clone());
+    let handle = engine
+        .submit_holding(&prepared, circuits, 0, hold, &mut rand::thread_rng())
+        .unwrap();
+    wait_until("the pipeline full behind the closed gate", || {
+        let s = engine.ledger().snapshot();
+        gate.arrived() == 1 && s.stage(Stage::AwaitingAccelerator).count.live == 2
+    });
+    // The job cannot have ended: its first partition is still at the gate.
+    let held_while_full = Arc::strong_count(&token) > 1;
+    gate.open();
+    check_job(&pvk, 0, &handle.wait().unwrap());
+    let held_after = Arc::strong_count(&token) > 1;
+    engine.shutdown();
+    (held_while_full, held_after)
+}
+
+#[test]
+fn a_jobs_hold_is_let_go_when_its_last_partition_leaves_synthesis() {
+    // Three partitions: all synthesized once the pipeline is full, so the hold is gone before
+    // the job ends.
+    assert_eq!(hold_behind_a_full_pipeline(3), (false, false));
+    // Twin: a fourth partition still waits for the permit, so the hold is kept until it is
+    // synthesized.
+    assert_eq!(hold_behind_a_full_pipeline(4), (true, false));
+}
+
 #[test]
 fn an_urgent_lane_of_no_workers_is_refused() {
     let backend = Arc::new(TestBackend::new(Gate::opened(), vec![]));

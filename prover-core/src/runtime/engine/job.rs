@@ -17,6 +17,10 @@ use crate::stages::{PreparedParameters, Randomness};
 
 use super::lock;
 
+/// What a job keeps until the last of its partitions has left synthesis
+/// ([`super::Engine::submit_holding`]).
+pub type Hold = Box<dyn std::any::Any + Send + Sync>;
+
 /// A job's shared state.
 pub(super) struct JobState {
     pub id: u64,

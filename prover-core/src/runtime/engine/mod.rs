@@ -55,8 +55,8 @@ pub use config::{
     estimate_buffers, estimate_bytes, estimate_partition_bytes, Config, DeviceStats, EngineStats,
     PartitionBytes, ReleasePolicy, UrgentLane, MAX_SLOTS, MAX_THREADS,
 };
+pub use job::{Hold, JobCanceller, JobHandle, JobTimes};
 use job::{InFlight, JobState};
-pub use job::{JobCanceller, JobHandle, JobTimes};
 
 /// Indices of [`Core::stage_nanos`].
 const SYNTHESIS: usize = 0;
@@ -133,6 +133,9 @@ struct PendingJob<C> {
     state: Arc<JobState>,
     priority: i32,
     circuits: VecDeque<(usize, C)>,
+    /// What the job keeps until its last partition has left synthesis: one share here while
+    /// partitions wait, one with each partition in synthesis.
+    hold: Option<Arc<Hold>>,
 }
 
 struct Shared<C, S> {
@@ -474,7 +477,7 @@ where
         circuits: Vec<C>,
         rng: &mut impl rand_core::RngCore,
     ) -> Result<JobHandle> {
-        self.submit_job(prepared, circuits, None, 0, rng)
+        self.submit_job(prepared, circuits, None, 0, None, rng)
     }
 
     /// Submits a job like [`Engine::submit`], scheduled by `priority`: at each partition
@@ -488,7 +491,38 @@ where
         priority: i32,
         rng: &mut impl rand_core::RngCore,
     ) -> Result<JobHandle> {
-        self.submit_job(prepared, circuits, None, priority, rng)
+        self.submit_job(prepared, circuits, None, priority, None, rng)
+    }
+
+    /// Submits a job like [`Engine::submit_with_priority`] that keeps `hold` (its parsed input,
+    /// say, with that input's share of a budget) until the last of its partitions has left
+    /// synthesis, then drops it: after that the job needs nothing its circuits held, though
+    /// its partitions are still on their way to proofs.
+    pub fn submit_holding(
+        &self,
+        prepared: &PreparedParameters,
+        circuits: Vec<C>,
+        priority: i32,
+        hold: Hold,
+        rng: &mut impl rand_core::RngCore,
+    ) -> Result<JobHandle> {
+        self.submit_job(prepared, circuits, None, priority, Some(hold), rng)
+    }
+
+    /// The host bytes one partition proven with `prepared` reserves from the budget while it
+    /// is in flight (the estimate every partition of such a job is admitted with).
+    pub fn partition_bytes(&self, prepared: &PreparedParameters) -> u64 {
+        let (abc, rest) = self.estimate(prepared);
+        abc + rest
+    }
+
+    /// `(abc, rest)`: the host bytes of one partition given back when its accelerator stage
+    /// ends (the backend's host buffers are reserved with a/b/c and released with them), and
+    /// the rest.
+    fn estimate(&self, prepared: &PreparedParameters) -> (u64, u64) {
+        let (abc, rest) = estimate_partition_bytes(prepared.params());
+        let backend = self.backend.partition_host_bytes(prepared.params());
+        (abc + backend, rest)
     }
 
     /// Submits a job with its statement: `inputs[k]` are the public inputs (without the constant
@@ -513,7 +547,7 @@ where
                 ),
             });
         }
-        self.submit_job(prepared, circuits, Some(inputs), 0, rng)
+        self.submit_job(prepared, circuits, Some(inputs), 0, None, rng)
     }
 
     fn submit_job(
@@ -522,6 +556,7 @@ where
         circuits: Vec<C>,
         statement: Option<Vec<Vec<Scalar>>>,
         priority: i32,
+        hold: Option<Hold>,
         rng: &mut impl rand_core::RngCore,
     ) -> Result<JobHandle> {
         prepared.check_backend(self.backend.name())?;
@@ -540,12 +575,7 @@ where
                 .config
                 .urgent
                 .is_some_and(|l| priority >= l.min_priority),
-            estimate: {
-                // The backend's host buffers are reserved with a/b/c and released with them.
-                let (abc, rest) = estimate_partition_bytes(prepared.params());
-                let backend = self.backend.partition_host_bytes(prepared.params());
-                (abc + backend, rest)
-            },
+            estimate: self.estimate(prepared),
             proofs: Mutex::new(vec![None; circuits.len()]),
             error: Mutex::new(None),
             settled: AtomicUsize::new(0),
@@ -564,6 +594,7 @@ where
                 state: state.clone(),
                 priority,
                 circuits: circuits.into_iter().enumerate().collect(),
+                hold: hold.map(Arc::new),
             });
             self.shared.pending_cv.notify_all();
         }

@@ -84,7 +84,13 @@ where
                     .map(|(i, _)| i);
                 if let Some(job) = best.and_then(|i| pending.get_mut(i)) {
                     if let Some((index, circuit)) = job.circuits.pop_front() {
-                        break Some((job.state.clone(), index, circuit));
+                        // The last partition takes the waiting share of the job's hold.
+                        let hold = if job.circuits.is_empty() {
+                            job.hold.take()
+                        } else {
+                            job.hold.clone()
+                        };
+                        break Some((job.state.clone(), index, circuit, hold));
                     }
                     continue;
                 }
@@ -97,7 +103,7 @@ where
                     .unwrap_or_else(|e| e.into_inner());
             }
         };
-        let Some((job, index, circuit)) = next else {
+        let Some((job, index, circuit, hold)) = next else {
             return;
         };
         if job.is_cancelled() {
@@ -115,8 +121,11 @@ where
             None => None,
         };
         let (shared, handoff, state) = (shared.clone(), lane.handoffs.of(&job), job.clone());
-        let task: Task =
-            Box::new(move || synthesize(shared, job, index, circuit, permit, budget, handoff));
+        let task: Task = Box::new(move || {
+            // The job's hold share is let go when this partition's synthesis ends.
+            let _hold = hold;
+            synthesize(shared, job, index, circuit, permit, budget, handoff)
+        });
         if let Err(crossbeam_channel::SendError(task)) = tasks.send(task) {
             // No synthesis thread is left (they only stop after this dispatcher): fail, never
             // lose. Dropping the task gives its permit and reservation back.
