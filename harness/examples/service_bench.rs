@@ -72,6 +72,10 @@ struct Args {
     /// The device the backend runs on, named in the records' machine (`NVIDIA H200`).
     #[arg(long, default_value = "")]
     device: String,
+    /// More flags for `proofline serve`, space-separated (`--concurrent-jobs 8 --gpu-workers 2`),
+    /// named in the records' cases.
+    #[arg(long = "serve-args", default_value = "", allow_hyphen_values = true)]
+    serve_args: String,
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -291,6 +295,7 @@ fn main() -> Result<()> {
             .args(["serve", "--data-dir"])
             .arg(&data)
             .args(["--backend", &args.backend, "--pw", &pw])
+            .args(args.serve_args.split_whitespace())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()?,
@@ -451,7 +456,10 @@ fn main() -> Result<()> {
             note: None,
             headline: None,
         };
-        let backend = &args.backend;
+        let backend = match args.serve_args.trim() {
+            "" => args.backend.clone(),
+            more => format!("{} {more}", args.backend),
+        };
         let mut peers = vec![Peer {
             name: "proofline c2, one process per proof".into(),
             value: proofline_records::significant(cold_rate, 3),
