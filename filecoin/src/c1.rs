@@ -16,6 +16,7 @@ use filecoin_proofs_api::seal::{
 use filecoin_proofs_api::RegisteredSealProof;
 use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 
+pub use crate::field_elements::check_field_elements;
 use crate::shape::{size_name, Shape};
 
 /// A C1 output of one of the four tree shapes.
@@ -310,70 +311,13 @@ pub enum C1File {
     Raw(AnyC1),
 }
 
-/// Keys whose 32 bytes are not field elements (the interactive randomness).
-const NOT_FIELD_ELEMENTS: [&str; 2] = ["seed", "ticket"];
-
-/// Checks every field element of a C1 output in its JSON form: every array of 32 byte values
-/// (a commitment, the replica id, a tree node or path hash in a vanilla proof) must be a
-/// canonical BLS12-381 scalar (little endian, below the modulus), or filecoin-proofs panics on
-/// it. The error names the first bad one by its path in the file (`vanilla_proofs[0][3]...`).
-pub fn check_field_elements(json: &serde_json::Value) -> Result<()> {
-    fn walk(v: &serde_json::Value, path: &mut String) -> Result<()> {
-        match v {
-            serde_json::Value::Array(items) => {
-                let bytes: Option<Vec<u8>> = (items.len() == 32)
-                    .then(|| {
-                        items
-                            .iter()
-                            .map(|x| x.as_u64().and_then(|b| u8::try_from(b).ok()))
-                            .collect()
-                    })
-                    .flatten();
-                if let Some(bytes) = bytes {
-                    let repr: [u8; 32] = bytes.try_into().expect("32 bytes");
-                    ensure!(
-                        bool::from(blstrs::Scalar::from_bytes_le(&repr).is_some()),
-                        "the C1 output's {path} is not a canonical field element (32 \
-                         little-endian bytes below the BLS12-381 scalar modulus): the file is \
-                         damaged or not from a C1 of this proof"
-                    );
-                    return Ok(());
-                }
-                for (i, item) in items.iter().enumerate() {
-                    let len = path.len();
-                    path.push_str(&format!("[{i}]"));
-                    walk(item, path)?;
-                    path.truncate(len);
-                }
-            }
-            serde_json::Value::Object(map) => {
-                for (key, item) in map {
-                    if NOT_FIELD_ELEMENTS.contains(&key.as_str()) {
-                        continue;
-                    }
-                    let len = path.len();
-                    if !path.is_empty() {
-                        path.push('.');
-                    }
-                    path.push_str(key);
-                    walk(item, path)?;
-                    path.truncate(len);
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-    walk(json, &mut String::new())
-}
-
 /// Reads a C1 output in either form; every field element in it is checked (see
 /// [`check_field_elements`]). The raw form is read as a sector of `sector_size` bytes, which it
 /// does not name itself; without a size, only the wrapper is read.
 pub fn read_c1(path: &Path, sector_size: Option<u64>) -> Result<C1File> {
     let bytes = prover_core::files::read_input(path, prover_core::files::InputKind::C1Output)?;
-    if let Ok(json) = serde_json::from_slice::<serde_json::Value>(&bytes) {
-        check_field_elements(&json).with_context(|| format!("reading {}", path.display()))?;
+    if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok() {
+        check_field_elements(&bytes).with_context(|| format!("reading {}", path.display()))?;
     }
     let wrapped = match serde_json::from_slice::<ApiC1Output>(&bytes) {
         Ok(w) => return Ok(C1File::Wrapped(Box::new(w))),

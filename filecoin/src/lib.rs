@@ -37,6 +37,7 @@ use storage_proofs_post::fallback::{
 pub mod aggregate;
 pub mod any_circuit;
 pub mod c1;
+mod field_elements;
 pub mod plan;
 pub mod porep;
 mod porep_circuit;

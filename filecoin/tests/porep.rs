@@ -211,9 +211,9 @@ fn c1_files_round_trip_in_both_forms_and_bad_ones_are_refused() {
     // A value that is not a canonical field element, anywhere: a clear error naming the field,
     // in both forms (filecoin-proofs would panic on it).
     for (file, form) in [(&wrapped, "wrapper"), (&raw_file, "raw")] {
-        let json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
-        check_field_elements(&json).unwrap_or_else(|e| panic!("{form}: {e}"));
+        let text = std::fs::read(file).unwrap();
+        check_field_elements(&text).unwrap_or_else(|e| panic!("{form}: {e}"));
+        let json: serde_json::Value = serde_json::from_slice(&text).unwrap();
         let mut damaged = 0;
         for key in ["replica_id", "comm_d", "comm_r"] {
             let mut bad = json.clone();

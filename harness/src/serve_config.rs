@@ -166,14 +166,16 @@ pub struct ServeFlags {
     #[arg(long, value_parser = parse_pw)]
     pub pw: Option<usize>,
     /// Jobs proven at once: their partitions share the engine, the more urgent job's taken
-    /// first at each partition boundary [default: 2].
+    /// first at each partition boundary [default: --pw, so that jobs of one partition keep every
+    /// synthesis worker busy].
     #[arg(long = "concurrent-jobs", value_parser = parse_pw)]
     pub concurrent_jobs: Option<usize>,
     /// Synthesis workers and accelerator queue slots kept for WindowPoSt and WinningPoSt, so
     /// that their partitions pass the C2 partitions already synthesized (0: none) [default: 1].
     #[arg(long = "urgent-workers")]
     pub urgent_workers: Option<usize>,
-    /// The engine's byte budget for partitions in flight (default: none).
+    /// The engine's byte budget for partitions in flight and admitted job inputs (default:
+    /// none).
     #[arg(long = "mem-budget", value_parser = parse_size)]
     pub mem_budget: Option<u64>,
     /// Bytes of parameters kept loaded at most: loading another set lets the least recently
@@ -256,6 +258,7 @@ impl ServeSettings {
             ),
             (None, None) => None,
         };
+        let pw = workers(flags.pw, file.pw, "pw", 2)?;
         let settings = ServeSettings {
             listen,
             data_dir: flags
@@ -269,12 +272,12 @@ impl ServeSettings {
                 "max-message-size",
             )?
             .unwrap_or(256 << 20),
-            pw: workers(flags.pw, file.pw, "pw", 2)?,
+            pw,
             concurrent_jobs: workers(
                 flags.concurrent_jobs,
                 file.concurrent_jobs,
                 "concurrent-jobs",
-                2,
+                pw,
             )?,
             urgent_workers: flags.urgent_workers.or(file.urgent_workers).unwrap_or(1),
             mem_budget: size(flags.mem_budget, &file.mem_budget, "mem-budget")?,
@@ -372,6 +375,10 @@ mod tests {
         assert_eq!(s.max_message_size, 256 << 20);
         assert_eq!(s.retention_hours, 24);
         assert_eq!(s.backend, BackendKind::Cpu);
+        // Without concurrent-jobs anywhere, as many jobs as synthesis workers run at once.
+        let file = ServeFile::parse("data-dir = \"/d\"\npw = 6\n").unwrap();
+        let s = ServeSettings::resolve(ServeFlags::default(), file).unwrap();
+        assert_eq!((s.pw, s.concurrent_jobs), (6, 6));
     }
 
     #[test]

@@ -219,7 +219,14 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
     let mut server = start(
         &data,
         &cache,
-        &["--metrics-listen", &metrics_addr, "--mem-budget", &budget],
+        &[
+            "--metrics-listen",
+            &metrics_addr,
+            "--mem-budget",
+            &budget,
+            "--concurrent-jobs",
+            "2",
+        ],
     );
     let restarted_proof = dir.path().join("restarted.bin");
     let o = client(
@@ -600,9 +607,9 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         assert!(r.proof.is_empty());
     });
 
-    // Cancel: with two jobs running (the server proves two at once), a third queued and
-    // cancelled never proves; a running one cancelled stops, ends CANCELLED with no proof, and
-    // the other completes. (The ledger is back to zero below.)
+    // Cancel: with two jobs running (the server was started with --concurrent-jobs 2), a third
+    // queued and cancelled never proves; a running one cancelled stops, ends CANCELLED with no
+    // proof, and the other completes. (The ledger is back to zero below.)
     rt().block_on(async {
         let addr = Listen::Unix(socket.clone());
         let mut c = connect(&addr, None, 256 << 20).await.unwrap();
@@ -777,6 +784,30 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
     let status = server.0.wait().unwrap();
     assert!(status.success(), "{status}");
     assert!(!socket.exists());
+
+    // A budget too small for a job's input beside one of its partitions: the job fails, and
+    // says so, before its payload is parsed (its twin: every C2 above, under 1 GiB, completed).
+    let _server = start(&data, &cache, &["--mem-budget", "64KiB"]);
+    let small = dir.path().join("small-budget.bin");
+    let o = client(
+        &socket,
+        &[
+            "prove",
+            "--c1",
+            c1,
+            "--request-id",
+            "small-budget",
+            "--out",
+            small.to_str().unwrap(),
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("exceed the memory budget (0.1 MiB): raise --mem-budget"),
+        "{}",
+        text(&o)
+    );
+    assert!(!small.exists());
 }
 
 /// Waits for a job to end (at most five minutes).

@@ -1,8 +1,9 @@
 //! Proving an accepted job: its payload parsed at its turn, its partitions proven by the
 //! server's one engine (one ledger, one byte budget for every job and kind), the proof checked by
 //! filecoin-proofs' verifier before it is reported. Parameters are loaded once per circuit and
-//! kept, prepared on the engine ([`Prover::loaded`]); a job's parsed input is a `job_input`
-//! resident entry of the ledger while it is proven.
+//! kept, prepared on the engine ([`Prover::loaded`]); a job's payload is parsed only once it is
+//! admitted under the engine's byte budget ([`crate::admission`]), and its parsed input is a
+//! `job_input` resident entry of the ledger until its last partition has been synthesized.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,16 +19,17 @@ use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
 use proofline_filecoin::vanilla_post::VanillaPost;
 use proofline_filecoin::variant::{SealSpec, SealVariant};
 use proofline_filecoin::{aggregate, porep, snap, Load};
-use prover_core::accounting::ledger::{ResidentKind, Snapshot};
+use prover_core::accounting::ledger::Snapshot;
 use prover_core::runtime::budget::BudgetSize;
 use prover_core::{
     Accelerator, CpuSynthesizer, Engine, JobCanceller, Parameters, PreparedParameters, Proof,
     UrgentLane,
 };
 
+use crate::admission::{Admission, Admitted};
 use crate::circuits::Circuit;
 use crate::registered::PostKind;
-use crate::request::{Accepted, Work};
+use crate::request::{prover_id, Accepted, Work};
 use crate::store::Timings;
 
 /// How the prover runs jobs.
@@ -47,7 +49,8 @@ pub struct ProverOptions {
     /// (WindowPoSt, WinningPoSt), so that their partitions pass the C2 partitions already
     /// synthesized and queued (0: none; see [`prover_core::UrgentLane`]).
     pub urgent_workers: usize,
-    /// The engine's byte budget for partitions in flight (none: unbounded).
+    /// The engine's byte budget for partitions in flight and admitted job inputs (none:
+    /// unbounded).
     pub mem_budget: Option<u64>,
     /// How parameter files are read.
     pub load: Load,
@@ -137,16 +140,29 @@ pub struct LoadedParameters {
     pub bytes: u64,
 }
 
-/// How one job runs in the engine.
+/// How one job runs in the engine: its priority, its cancel, its parameters prepared and the
+/// time they took to load.
 struct Run<'a> {
     priority: i32,
     cancel: &'a CancelToken,
+    prepared: PreparedParameters,
+    params_ms: u64,
+}
+
+/// The sector and miner a job proves for.
+#[derive(Clone, Copy)]
+struct Subject {
+    sector_size: u64,
+    sector_number: u64,
+    prover_id: [u8; 32],
 }
 
 /// Proves accepted jobs through one engine, on the backend its options name.
 pub struct Prover {
     options: ProverOptions,
     engine: Engine<FilecoinCircuit, CpuSynthesizer>,
+    /// Job inputs admitted under the engine's budget.
+    admission: Arc<Admission>,
     /// By circuit id.
     held: Mutex<HashMap<String, Held>>,
     /// Held while a parameter set loads, so that two jobs of one circuit load it once.
@@ -182,9 +198,11 @@ impl Prover {
             Arc::new(CpuBackend),
         )
         .map_err(|e| format!("starting the engine: {e}"))?;
+        let admission = Admission::new(engine.budget().cloned(), engine.ledger().clone());
         Ok(Prover {
             options,
             engine,
+            admission,
             held: Mutex::new(HashMap::new()),
             loading: Mutex::new(()),
         })
@@ -221,20 +239,39 @@ impl Prover {
     }
 
     /// Proves `job` and checks the proof with filecoin-proofs' verifier; the error is the
-    /// reason a client reads (`FAILED`). Its partitions enter the engine at the job's priority,
-    /// interleaved with other jobs' at partition boundaries; `cancel` stops it.
-    pub fn prove(&self, job: &Accepted, cancel: &CancelToken) -> Result<Proven, String> {
+    /// reason a client reads (`FAILED`). Its parameters are loaded (unless held), its payload
+    /// admitted under the budget and only then parsed; its partitions enter the engine at the
+    /// job's priority, interleaved with other jobs' at partition boundaries; `cancel` stops it.
+    pub fn prove(&self, job: Accepted, cancel: &CancelToken) -> Result<Proven, String> {
         cancel.check()?;
+        let t = Instant::now();
+        let (prepared, _) = self.prepared(Circuit::of(&job))?;
+        let params_ms = t.elapsed().as_millis() as u64;
+        // Reserved: the payload and its parsed form beside it while it is parsed (a parsed
+        // form is no larger than its payload: a C1 output's is about a quarter of its JSON),
+        // then the parsed form alone (`Admitted::count`).
+        let input = self.admission.admit(
+            job.work.payload_bytes().saturating_mul(2),
+            self.engine.partition_bytes(&prepared),
+            || cancel.check(),
+        )?;
+        let subject = Subject {
+            sector_size: job.sector_size,
+            sector_number: job.sector_number,
+            prover_id: prover_id(job.miner_id),
+        };
         let run = Run {
             priority: job.priority as i32,
             cancel,
+            prepared,
+            params_ms,
         };
-        match &job.work {
-            Work::Porep { variant, c1_json } => self.porep(job, *variant, c1_json, &run),
+        match job.work {
+            Work::Porep { variant, c1_json } => self.porep(subject, variant, c1_json, input, &run),
             Work::SnapDeals {
                 commitments,
                 partition_proofs,
-            } => self.snap(job, commitments, partition_proofs, &run),
+            } => self.snap(subject, &commitments, partition_proofs, input, &run),
             Work::Post {
                 kind,
                 randomness,
@@ -243,15 +280,15 @@ impl Prover {
             } => {
                 let (typ, api_version) = match kind {
                     PostKind::Winning => (PoStType::Winning, ApiVersion::V1_0_0),
-                    PostKind::Window(v) => (PoStType::Window, *v),
+                    PostKind::Window(v) => (PoStType::Window, v),
                 };
                 let post = VanillaPost {
-                    sector_size: job.sector_size,
+                    sector_size: subject.sector_size,
                     typ,
                     api_version,
-                    randomness: *randomness,
-                    prover_id: job.prover_id(),
-                    sector_proofs,
+                    randomness,
+                    prover_id: subject.prover_id,
+                    sector_proofs: &sector_proofs,
                 };
                 // A WindowPoSt partition's circuit and public inputs depend only on its own
                 // sectors (the request's check allows partitions > 0 only at API 1.2, whose
@@ -261,7 +298,8 @@ impl Prover {
                 // one-partition PoSt of its sectors; the whole PoSt verifies with the
                 // partitions' proofs concatenated in order.
                 let (circuits, statement) = post.circuits().map_err(chain)?;
-                let proven = self.run(job, circuits.into_iter().map(Into::into), &run)?;
+                let input = counted(input, sector_proofs);
+                let proven = self.run(circuits.into_iter().map(Into::into), &run, input)?;
                 statement.check(&proven.proof).map_err(chain)?;
                 Ok(proven)
             }
@@ -270,39 +308,41 @@ impl Prover {
 
     fn porep(
         &self,
-        job: &Accepted,
+        subject: Subject,
         variant: SealVariant,
-        c1_json: &[u8],
+        c1_json: Vec<u8>,
+        mut input: Admitted,
         run: &Run<'_>,
     ) -> Result<Proven, String> {
-        let json: serde_json::Value = serde_json::from_slice(c1_json)
-            .map_err(|e| format!("vanilla_proof: Phase1Out is not JSON: {e}"))?;
-        check_field_elements(&json).map_err(|e| format!("vanilla_proof: {e:#}"))?;
-        let wrapped: ApiC1Output = serde_json::from_value(json).map_err(|e| {
+        // Checked and parsed from the text, never held as a JSON document (about nine times
+        // the text).
+        check_field_elements(&c1_json).map_err(|e| format!("vanilla_proof: {e:#}"))?;
+        let wrapped: ApiC1Output = serde_json::from_slice(&c1_json).map_err(|e| {
             format!("vanilla_proof: Phase1Out is not a SealCommitPhase1Output: {e}")
         })?;
+        drop(c1_json);
         let spec = SealSpec::registered(wrapped.registered_proof);
-        if spec.variant != variant || spec.sector_size != job.sector_size {
+        if spec.variant != variant || spec.sector_size != subject.sector_size {
             return Err(format!(
                 "vanilla_proof: the C1 output names {:?}; the request's registered_proof is {} \
                  of {} bytes",
                 wrapped.registered_proof,
                 variant.name(),
-                job.sector_size
+                subject.sector_size
             ));
         }
         let c1 = AnyC1::from_wrapped(wrapped).map_err(|e| format!("vanilla_proof: {e:#}"))?;
-        // The parsed C1 output, counted while the job is proven.
-        let _input = self
-            .engine
-            .ledger()
-            .resident(ResidentKind::JobInput, c1.parsed_bytes());
         let config = spec.config().map_err(chain)?;
         let circuits = porep::circuits(&config, &c1).map_err(chain)?;
-        let partitions = self.run(job, circuits.into_iter().map(|(c, _)| c.into()), run)?;
-        let proof = aggregate::seal_proof(&config, c1.comm_r(), c1.seed(), partitions.proof)
-            .map_err(chain)?;
-        let statement = porep::SealStatement::of(&config, &c1, job.prover_id(), job.sector_number);
+        let statement =
+            porep::SealStatement::of(&config, &c1, subject.prover_id, subject.sector_number);
+        let (comm_r, seed, parsed) = (c1.comm_r(), c1.seed(), c1.parsed_bytes());
+        drop(c1);
+        // The circuits hold the vanilla proofs now, as many bytes as the parsed C1 output.
+        input.count(parsed);
+        let partitions = self.run(circuits.into_iter().map(|(c, _)| c.into()), run, input)?;
+        let proof =
+            aggregate::seal_proof(&config, comm_r, seed, partitions.proof).map_err(chain)?;
         match statement.verify(&proof) {
             Ok(true) => Ok(Proven {
                 proof,
@@ -319,25 +359,22 @@ impl Prover {
 
     fn snap(
         &self,
-        job: &Accepted,
+        subject: Subject,
         commitments: &[[u8; 32]; 3],
-        partition_proofs: &[Vec<u8>],
+        partition_proofs: Vec<Vec<u8>>,
+        input: Admitted,
         run: &Run<'_>,
     ) -> Result<Proven, String> {
-        let size = job.sector_size;
+        let size = subject.sector_size;
         let commitments = snap::Commitments {
             comm_r_old: commitments[0],
             comm_r_new: commitments[1],
             comm_d_new: commitments[2],
         };
-        let circuits = snap::circuits(size, &commitments, partition_proofs)
+        let circuits = snap::circuits(size, &commitments, &partition_proofs)
             .map_err(|e| format!("vanilla_proofs: {e:#}"))?;
-        // The vanilla proofs the circuits hold, counted while the job is proven.
-        let _input = self.engine.ledger().resident(
-            ResidentKind::JobInput,
-            partition_proofs.iter().map(|p| p.len() as u64).sum(),
-        );
-        let proven = self.run(job, circuits.into_iter().map(|(c, _)| c.into()), run)?;
+        let input = counted(input, partition_proofs);
+        let proven = self.run(circuits.into_iter().map(|(c, _)| c.into()), run, input)?;
         match snap::verify_update(size, &commitments, &proven.proof) {
             Ok(true) => Ok(proven),
             Ok(false) => Err(
@@ -349,24 +386,23 @@ impl Prover {
         }
     }
 
-    /// `job`'s parameters (loaded the first time) and its partitions through the engine, at its
-    /// priority: the partitions' proofs concatenated, not yet checked.
+    /// The job's partitions through the engine at its priority, its admitted input held until
+    /// the last of them has been synthesized: the partitions' proofs concatenated, not yet
+    /// checked.
     fn run(
         &self,
-        job: &Accepted,
         circuits: impl Iterator<Item = FilecoinCircuit>,
         run: &Run<'_>,
+        input: Admitted,
     ) -> Result<Proven, String> {
-        let t = Instant::now();
-        let (prepared, _) = self.prepared(Circuit::of(job))?;
-        let params_ms = t.elapsed().as_millis() as u64;
         run.cancel.check()?;
         let handle = self
             .engine
-            .submit_with_priority(
-                &prepared,
+            .submit_holding(
+                &run.prepared,
                 circuits.collect(),
                 run.priority,
+                Box::new(input),
                 &mut rand::thread_rng(),
             )
             .map_err(text)?;
@@ -380,7 +416,7 @@ impl Prover {
         Ok(Proven {
             proof: Proof::many_to_bytes(&proofs),
             timings: Timings {
-                srs_load_ms: params_ms,
+                srs_load_ms: run.params_ms,
                 synthesis_ms: times.synthesis.as_millis() as u64,
                 gpu_compute_ms: times.accelerator.as_millis() as u64,
             },
@@ -478,6 +514,13 @@ fn post_parameters(
     }
     .parameters()
     .map_err(chain)
+}
+
+/// `input` counted as the vanilla proofs its circuits now hold (as many bytes as their bincode
+/// form, which is let go here).
+fn counted(mut input: Admitted, vanilla: Vec<Vec<u8>>) -> Admitted {
+    input.count(vanilla.iter().map(|p| p.len() as u64).sum());
+    input
 }
 
 /// A parameter set held, prepared on the engine.

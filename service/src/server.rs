@@ -634,7 +634,7 @@ fn run_job(shared: &Shared, job: &JobRecord, cancel: &CancelToken) -> Outcome {
     let prover = &shared.prover;
     // A panic in a proof fails its job, not the server.
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        prover.prove(&accepted, cancel)
+        prover.prove(accepted, cancel)
     })) {
         Ok(Ok(proven)) => Outcome::Completed(proven.proof, proven.timings),
         Ok(Err(reason)) => Outcome::Failed(reason),

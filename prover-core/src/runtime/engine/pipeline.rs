@@ -14,7 +14,7 @@ use crate::error::{catch_panic, Error};
 use crate::runtime::permit::{Permit, Semaphore};
 use crate::stages::{SynthesizedPartition, Synthesizer};
 
-use super::job::{InFlight, JobState};
+use super::job::{Hold, InFlight, JobState};
 use super::synth_threads::Task;
 use super::{add_time, lock, Core, PendingJob, Queued, Shared, SYNTHESIS};
 
@@ -74,6 +74,14 @@ where
         let next = {
             let mut pending = lock(&shared.pending);
             loop {
+                // A cancelled job's partitions are skipped at once, not one per permit, so
+                // that what it holds is let go now.
+                for job in pending.iter_mut().filter(|j| j.state.is_cancelled()) {
+                    for (index, _) in job.circuits.drain(..) {
+                        job.state.skip(index);
+                    }
+                    job.hold = None;
+                }
                 pending.retain(|j| !j.circuits.is_empty());
                 // The highest priority; the oldest among equals (jobs are in submission order).
                 let best = pending
@@ -122,9 +130,7 @@ where
         };
         let (shared, handoff, state) = (shared.clone(), lane.handoffs.of(&job), job.clone());
         let task: Task = Box::new(move || {
-            // The job's hold share is let go when this partition's synthesis ends.
-            let _hold = hold;
-            synthesize(shared, job, index, circuit, permit, budget, handoff)
+            synthesize(shared, job, index, circuit, hold, permit, budget, handoff)
         });
         if let Err(crossbeam_channel::SendError(task)) = tasks.send(task) {
             // No synthesis thread is left (they only stop after this dispatcher): fail, never
@@ -147,11 +153,13 @@ fn register_buffers(token: &mut PartitionToken, p: &SynthesizedPartition) {
     token.register(BufferKind::Density, w.density_bytes() as u64);
 }
 
+#[allow(clippy::too_many_arguments)]
 fn synthesize<C, S>(
     shared: Arc<Shared<C, S>>,
     job: Arc<JobState>,
     index: usize,
     circuit: C,
+    hold: Option<Arc<Hold>>,
     permit: Permit,
     budget: Option<Permit>,
     handoff: mpsc::Sender<HandOff>,
@@ -168,6 +176,8 @@ fn synthesize<C, S>(
     let result = catch_panic("synthesis", || shared.synthesizer.synthesize(circuit));
     add_time(&core.stage_nanos[SYNTHESIS], t);
     add_time(&job.synthesis_nanos, t);
+    // The partition has left synthesis: its share of the job's hold goes.
+    drop(hold);
     let partition = match result.and_then(|r| r) {
         Ok(p) => p,
         Err(e) => return job.fail(index, "synthesis", e),
