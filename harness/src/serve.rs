@@ -14,6 +14,7 @@ use proofline_service::proto::{
 use proofline_service::prove::ProverOptions;
 use proofline_service::request::Limits;
 use proofline_service::server::{serve as run_server, ServeOptions};
+use proofline_service::store::PgOptions;
 
 use crate::backend::{open_backend, BackendOptions};
 use crate::commands::ParamsLoad;
@@ -90,6 +91,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let options = ServeOptions {
         listen,
         data_dir: s.data_dir.clone(),
+        store: s.store.clone().map(|url| PgOptions {
+            url,
+            schema: None,
+            blobs: s.blob_dir.clone(),
+            single_server: true,
+        }),
         auth_token: s.auth_token_file.as_deref().map(read_token).transpose()?,
         max_message_bytes: usize::try_from(s.max_message_size).context("--max-message-size")?,
         limits: Limits::default(),

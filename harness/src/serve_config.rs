@@ -22,6 +22,10 @@ pub struct ServeFile {
     pub listen: Option<String>,
     /// The job store's directory.
     pub data_dir: Option<PathBuf>,
+    /// A PostgreSQL job store (`postgres://...`) instead of the embedded one.
+    pub store: Option<String>,
+    /// The payload files' directory of a PostgreSQL store.
+    pub blob_dir: Option<PathBuf>,
     /// The bearer token's file.
     pub auth_token_file: Option<PathBuf>,
     /// The largest gRPC message (`256MiB` or bytes).
@@ -102,6 +106,10 @@ pub struct ServeSettings {
     pub listen: Option<Listen>,
     /// The job store's directory.
     pub data_dir: PathBuf,
+    /// A PostgreSQL job store's URL (none: the embedded store in the data directory).
+    pub store: Option<String>,
+    /// The payload files' directory of a PostgreSQL store.
+    pub blob_dir: PathBuf,
     /// The bearer token's file.
     pub auth_token_file: Option<PathBuf>,
     /// The largest gRPC message.
@@ -154,6 +162,15 @@ pub struct ServeFlags {
     /// the config file.
     #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
+    /// Keep the jobs in a PostgreSQL database (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`)
+    /// instead of the embedded store; the table is created at start. One server per database
+    /// (a second is refused) [default: the embedded store in the data directory].
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Where a PostgreSQL store keeps queued jobs' payloads, one file each [default:
+    /// <data-dir>/payloads].
+    #[arg(long = "blob-dir")]
+    pub blob_dir: Option<PathBuf>,
     /// A file holding the bearer token every call must carry (Curio sends none: with Curio,
     /// listen on the socket or a private address instead).
     #[arg(long = "auth-token-file")]
@@ -259,12 +276,18 @@ impl ServeSettings {
             (None, None) => None,
         };
         let pw = workers(flags.pw, file.pw, "pw", 2)?;
+        let data_dir = flags
+            .data_dir
+            .or(file.data_dir)
+            .context("no data directory: pass --data-dir DIR or set data-dir in --config")?;
         let settings = ServeSettings {
             listen,
-            data_dir: flags
-                .data_dir
-                .or(file.data_dir)
-                .context("no data directory: pass --data-dir DIR or set data-dir in --config")?,
+            store: flags.store.or(file.store),
+            blob_dir: flags
+                .blob_dir
+                .or(file.blob_dir)
+                .unwrap_or_else(|| data_dir.join("payloads")),
+            data_dir,
             auth_token_file: flags.auth_token_file.or(file.auth_token_file),
             max_message_size: size(
                 flags.max_message_size,
@@ -305,6 +328,14 @@ impl ServeSettings {
     }
 
     fn check(&self) -> anyhow::Result<()> {
+        if let Some(url) = &self.store {
+            anyhow::ensure!(
+                url.starts_with("postgres://") || url.starts_with("postgresql://"),
+                "--store (or store in the config file): {:?} is not a postgres:// URL (the \
+                 embedded store needs no --store)",
+                url.split('@').next_back().unwrap_or_default()
+            );
+        }
         anyhow::ensure!(
             self.max_message_size > 0,
             "--max-message-size (or max-message-size in the config file): 0 would refuse every call"
@@ -394,11 +425,21 @@ mod tests {
             ("data-dir = \"/d\"\nlisten = \"nowhere\"", "listen"),
             ("data-dir = \"/d\"\nbackend = \"tpu\"", "backend"),
             ("pw = 2", "data-dir"),
+            (
+                "data-dir = \"/d\"\nstore = \"mysql://u:secret@db/jobs\"",
+                "store",
+            ),
         ] {
             let e = ServeFile::parse(text)
                 .and_then(|f| ServeSettings::resolve(ServeFlags::default(), f))
                 .unwrap_err();
             assert!(format!("{e:#}").contains(key), "{text}: {e:#}");
+            assert!(!format!("{e:#}").contains("secret"), "a password in {e:#}");
         }
+        // Twin: a postgres:// store is taken, its payloads in the data directory by default.
+        let file = ServeFile::parse("data-dir = \"/d\"\nstore = \"postgres://p@db/jobs\"").unwrap();
+        let s = ServeSettings::resolve(ServeFlags::default(), file).unwrap();
+        assert_eq!(s.store.as_deref(), Some("postgres://p@db/jobs"));
+        assert_eq!(s.blob_dir, PathBuf::from("/d/payloads"));
     }
 }

@@ -1020,3 +1020,69 @@ fn the_socket_path_and_the_token_are_checked() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("0 proofs completed"), "{}", text(&o));
 }
+
+/// The PostgreSQL server `PROOFLINE_TEST_POSTGRES` names (`.ci/run` starts one); `None`, the
+/// skip printed, without one unless CI must have it.
+fn test_postgres() -> Option<String> {
+    match std::env::var("PROOFLINE_TEST_POSTGRES") {
+        Ok(url) => Some(url),
+        Err(_) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI must test the PostgreSQL store: PROOFLINE_TEST_POSTGRES is not set"
+            );
+            eprintln!("skipped: PROOFLINE_TEST_POSTGRES is not set (no PostgreSQL server)");
+            None
+        }
+    }
+}
+
+#[test]
+fn a_server_on_postgresql_keeps_its_jobs_and_is_the_only_one() {
+    let Some(url) = test_postgres() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("params");
+    let data = dir.path().join("a");
+    let socket = data.join("proofline.sock");
+    let store = ["--store", url.as_str()];
+    let mut server = start(&data, &cache, &store);
+    // A second server on the same database is refused, saying why.
+    let o = bin()
+        .args(["serve", "--data-dir"])
+        .arg(dir.path().join("b"))
+        .args(store)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("another proofline server uses this database"),
+        "{}",
+        text(&o)
+    );
+    // A job goes through the PostgreSQL store: a C1 output that is no C1 output is stored,
+    // claimed and failed with the reason.
+    let request_id = format!("pg-{:08x}", rand::random::<u32>());
+    let job = rt().block_on(async {
+        let mut c = connect(&Listen::Unix(socket.clone()), None, 256 << 20)
+            .await
+            .unwrap();
+        let r = submit_and_await(&mut c, porep_request(b"{}", &request_id, 1), 300_000).await;
+        assert_eq!(r.status, 2, "{r:?}"); // FAILED
+        assert!(r.error_message.contains("vanilla_proof"), "{r:?}");
+        r.job_id
+    });
+    // Stopped and started again, the server answers for the job from the database.
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) };
+    assert!(server.0.wait().unwrap().success());
+    let _server = start(&data, &cache, &store);
+    let o = client(&socket, &["await", &job]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("vanilla_proof"), "{}", text(&o));
+    // Twin: a job id the database does not hold is not found.
+    let o = client(&socket, &["await", "no-such-job"]);
+    assert!(!o.status.success());
+    assert!(!text(&o).contains("vanilla_proof"), "{}", text(&o));
+}

@@ -33,7 +33,8 @@ use crate::proto::{
 use crate::prove::{CancelToken, Prover, ProverOptions};
 use crate::request::{check, Limits};
 use crate::store::{
-    now_ms, Cancelled, JobRecord, JobState, JobStore, NewJob, Outcome, SqliteStore, Submitted,
+    now_ms, Cancelled, JobRecord, JobState, JobStore, NewJob, Outcome, PgOptions, PgStore,
+    SqliteStore, Submitted,
 };
 use prover_core::accounting::ledger::Stage;
 
@@ -42,8 +43,10 @@ use prover_core::accounting::ledger::Stage;
 pub struct ServeOptions {
     /// Where it listens.
     pub listen: Listen,
-    /// The store's directory.
+    /// The store's directory (the embedded store's database and payloads).
     pub data_dir: PathBuf,
+    /// A PostgreSQL store instead of the embedded one.
+    pub store: Option<PgOptions>,
     /// The bearer token every call must carry, when set.
     pub auth_token: Option<String>,
     /// The largest message received or sent.
@@ -700,13 +703,16 @@ pub async fn serve(
     options: ServeOptions,
     stop: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    let mut store = SqliteStore::open(&options.data_dir)?;
+    let mut store: Box<dyn JobStore> = match &options.store {
+        None => Box::new(SqliteStore::open(&options.data_dir)?),
+        Some(pg) => Box::new(PgStore::open(pg)?),
+    };
     let resumed = store.requeue_running()?;
     if resumed > 0 {
         eprintln!("resuming {resumed} job(s) that were running when the server last stopped");
     }
     let shared = Arc::new(Shared {
-        store: Mutex::new(Box::new(store)),
+        store: Mutex::new(store),
         prover: Prover::new(options.prover).map_err(ServeError::Engine)?,
         limits: options.limits,
         max_queued: options.max_queued,

@@ -1,10 +1,104 @@
 //! The job store keeps what it accepted across a reopen, treats `request_id` as an idempotency
 //! key, hands out the highest priority first (oldest first among equals), and never lets a
-//! cancelled job's result in.
+//! cancelled job's result in: every test runs on both stores, SQLite and PostgreSQL (the server
+//! `PROOFLINE_TEST_POSTGRES` names, a schema of its own per test; with `CI=true` a missing
+//! server fails the PostgreSQL tests instead of skipping them).
+
+use std::path::PathBuf;
 
 use proofline_service::store::{
-    Cancelled, JobState, JobStore, NewJob, Outcome, SqliteStore, Submitted, Timings,
+    Cancelled, JobState, JobStore, NewJob, Outcome, PgOptions, PgStore, SqliteStore, Submitted,
+    Timings,
 };
+
+/// Where one test's store lives: a temporary directory (SQLite's database and payloads, or
+/// PostgreSQL's payload files) and, for PostgreSQL, the server and schema.
+struct Place {
+    dir: tempfile::TempDir,
+    pg: Option<PgOptions>,
+}
+
+impl Place {
+    fn sqlite() -> Self {
+        Place {
+            dir: tempfile::tempdir().unwrap(),
+            pg: None,
+        }
+    }
+
+    /// `None` (the skip printed) without a server, unless CI must have one.
+    fn postgres(test: &str) -> Option<Self> {
+        let Ok(url) = std::env::var("PROOFLINE_TEST_POSTGRES") else {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI must test the PostgreSQL store: PROOFLINE_TEST_POSTGRES is not set (.ci/run \
+                 starts a server and sets it)"
+            );
+            eprintln!("skipped: PROOFLINE_TEST_POSTGRES is not set (no PostgreSQL server)");
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        // A schema name is at most 63 bytes.
+        let schema = format!(
+            "t_{}_{:08x}",
+            &test[..test.len().min(40)],
+            rand::random::<u32>()
+        );
+        let blobs = dir.path().join("payloads");
+        Some(Place {
+            dir,
+            pg: Some(PgOptions {
+                url,
+                schema: Some(schema),
+                blobs,
+                single_server: false,
+            }),
+        })
+    }
+
+    /// The store, opened (again).
+    fn open(&self) -> Box<dyn JobStore> {
+        match &self.pg {
+            None => Box::new(SqliteStore::open(self.dir.path()).unwrap()),
+            Some(pg) => Box::new(PgStore::open(pg).unwrap()),
+        }
+    }
+
+    /// Where the store keeps payload files.
+    fn payloads(&self) -> PathBuf {
+        self.dir.path().join("payloads")
+    }
+}
+
+/// Runs each test function on both stores: `name::sqlite` and `name::postgres`.
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn sqlite() {
+                    super::$name(&super::Place::sqlite());
+                }
+
+                #[test]
+                fn postgres() {
+                    if let Some(place) = super::Place::postgres(stringify!($name)) {
+                        super::$name(&place);
+                    }
+                }
+            }
+        )*
+    };
+}
+
+on_both_stores!(
+    the_same_request_twice_is_one_job_and_another_payload_is_refused,
+    a_full_queue_refuses_new_jobs_but_answers_resent_ones,
+    claims_take_the_highest_priority_first_then_the_oldest,
+    a_reopened_store_has_every_job_and_requeues_the_running_ones,
+    a_cancelled_job_never_runs_and_a_cancelled_running_job_keeps_no_result,
+    ended_jobs_are_purged_after_retention_and_queued_ones_kept,
+);
 
 fn job(request_id: &str, priority: i32, payload: &[u8]) -> NewJob {
     NewJob {
@@ -29,10 +123,8 @@ fn new(s: Submitted) -> proofline_service::store::JobRecord {
     }
 }
 
-#[test]
-fn the_same_request_twice_is_one_job_and_another_payload_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(dir.path()).unwrap();
+fn the_same_request_twice_is_one_job_and_another_payload_is_refused(place: &Place) {
+    let mut store = place.open();
     let first = new(store.submit(job("r1", 2, b"payload")).unwrap());
     assert_eq!(first.state, JobState::Queued);
     assert_eq!(store.payload(&first.id).unwrap().unwrap(), b"payload");
@@ -69,10 +161,8 @@ fn the_same_request_twice_is_one_job_and_another_payload_is_refused() {
     assert_eq!(store.payload(&first.id).unwrap(), None);
 }
 
-#[test]
-fn a_full_queue_refuses_new_jobs_but_answers_resent_ones() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(dir.path()).unwrap();
+fn a_full_queue_refuses_new_jobs_but_answers_resent_ones(place: &Place) {
+    let mut store = place.open();
     let limited = |id: &str, payload: &[u8]| NewJob {
         max_queued: Some(2),
         ..job(id, 2, payload)
@@ -96,10 +186,8 @@ fn a_full_queue_refuses_new_jobs_but_answers_resent_ones() {
     new(store.submit(job("d", 2, b"d")).unwrap());
 }
 
-#[test]
-fn claims_take_the_highest_priority_first_then_the_oldest() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(dir.path()).unwrap();
+fn claims_take_the_highest_priority_first_then_the_oldest(place: &Place) {
+    let mut store = place.open();
     let c2a = new(store.submit(job("c2-a", 2, b"a")).unwrap());
     let c2b = new(store.submit(job("c2-b", 2, b"b")).unwrap());
     let winning = new(store.submit(job("win", 4, b"w")).unwrap());
@@ -112,18 +200,16 @@ fn claims_take_the_highest_priority_first_then_the_oldest() {
     assert!(store.claim_next().unwrap().is_none());
 }
 
-#[test]
-fn a_reopened_store_has_every_job_and_requeues_the_running_ones() {
-    let dir = tempfile::tempdir().unwrap();
+fn a_reopened_store_has_every_job_and_requeues_the_running_ones(place: &Place) {
     let (running, queued) = {
-        let mut store = SqliteStore::open(dir.path()).unwrap();
+        let mut store = place.open();
         let a = new(store.submit(job("a", 2, b"a")).unwrap());
         let b = new(store.submit(job("b", 2, b"b")).unwrap());
         assert_eq!(store.claim_next().unwrap().unwrap().id, a.id);
         (a, b)
         // Dropped mid-job, as a killed server would leave it.
     };
-    let mut store = SqliteStore::open(dir.path()).unwrap();
+    let mut store = place.open();
     assert_eq!(
         store.get(&running.id).unwrap().unwrap().state,
         JobState::Running
@@ -135,10 +221,8 @@ fn a_reopened_store_has_every_job_and_requeues_the_running_ones() {
     assert_eq!(store.payload(&queued.id).unwrap().unwrap(), b"b");
 }
 
-#[test]
-fn a_cancelled_job_never_runs_and_a_cancelled_running_job_keeps_no_result() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(dir.path()).unwrap();
+fn a_cancelled_job_never_runs_and_a_cancelled_running_job_keeps_no_result(place: &Place) {
+    let mut store = place.open();
     let a = new(store.submit(job("a", 2, b"a")).unwrap());
     let b = new(store.submit(job("b", 2, b"b")).unwrap());
     assert_eq!(store.cancel(&b.id).unwrap(), Cancelled::WasQueued);
@@ -161,10 +245,8 @@ fn a_cancelled_job_never_runs_and_a_cancelled_running_job_keeps_no_result() {
     assert_eq!(store.get("no-such-job").unwrap(), None);
 }
 
-#[test]
-fn ended_jobs_are_purged_after_retention_and_queued_ones_kept() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(dir.path()).unwrap();
+fn ended_jobs_are_purged_after_retention_and_queued_ones_kept(place: &Place) {
+    let mut store = place.open();
     let a = new(store.submit(job("a", 2, b"a")).unwrap());
     let b = new(store.submit(job("b", 2, b"b")).unwrap());
     store.claim_next().unwrap();
@@ -179,12 +261,7 @@ fn ended_jobs_are_purged_after_retention_and_queued_ones_kept() {
     assert_eq!(store.purge_ended_before(later).unwrap(), 1);
     assert_eq!(store.get(&a.id).unwrap(), None);
     assert!(store.get(&b.id).unwrap().is_some());
-    assert_eq!(
-        std::fs::read_dir(dir.path().join("payloads"))
-            .unwrap()
-            .count(),
-        1
-    );
+    assert_eq!(std::fs::read_dir(place.payloads()).unwrap().count(), 1);
 }
 
 #[test]
@@ -229,4 +306,72 @@ fn a_store_of_the_first_layout_gains_the_timing_columns_and_keeps_its_jobs() {
     };
     assert!(store.finish(&j.id, Outcome::Completed(vec![9], t)).unwrap());
     assert_eq!(store.get(&j.id).unwrap().unwrap().timings, t);
+}
+
+#[test]
+fn postgres_claimers_take_each_job_once() {
+    let Some(place) = Place::postgres("claimers") else {
+        return;
+    };
+    let mut store = place.open();
+    let ids: std::collections::BTreeSet<String> = (0..200)
+        .map(|i| {
+            let payload = format!("job {i}");
+            new(store
+                .submit(job(&format!("r{i}"), 1 + i % 4, payload.as_bytes()))
+                .unwrap())
+            .id
+        })
+        .collect();
+    // Four claimers, each with its own connections, as four servers would be.
+    let claimed: Vec<Vec<(i32, String)>> = std::thread::scope(|s| {
+        let claimers: Vec<_> = (0..4)
+            .map(|_| {
+                let mut store = place.open();
+                s.spawn(move || {
+                    std::iter::from_fn(|| store.claim_next().unwrap())
+                        .map(|j| (j.priority, j.id))
+                        .collect()
+                })
+            })
+            .collect();
+        claimers.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    let all: Vec<&String> = claimed.iter().flatten().map(|(_, id)| id).collect();
+    let unique: std::collections::BTreeSet<String> = all.iter().map(|id| id.to_string()).collect();
+    assert_eq!(all.len(), 200, "a job was claimed twice or not at all");
+    assert_eq!(unique, ids);
+    // Each claimer took the highest priority left each time: its own claims never rise.
+    for mine in &claimed {
+        assert!(mine.windows(2).all(|w| w[0].0 >= w[1].0), "{mine:?}");
+    }
+    assert!(store.claim_next().unwrap().is_none());
+}
+
+#[test]
+fn postgres_refuses_a_second_server_on_one_schema() {
+    let Some(place) = Place::postgres("one_server") else {
+        return;
+    };
+    let single = PgOptions {
+        single_server: true,
+        ..place.pg.clone().unwrap()
+    };
+    let first = PgStore::open(&single).unwrap();
+    let err = PgStore::open(&single)
+        .err()
+        .expect("a second server")
+        .to_string();
+    assert!(
+        err.contains("another proofline server uses this database"),
+        "{err}"
+    );
+    // Twin: once the first has stopped, a server opens it.
+    drop(first);
+    let t = std::time::Instant::now();
+    while let Err(e) = PgStore::open(&single) {
+        // The first store's thread lets its connection go as it ends.
+        assert!(t.elapsed().as_secs() < 10, "{e}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
