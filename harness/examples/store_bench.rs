@@ -131,13 +131,14 @@ fn main() -> Result<()> {
             "cargo build --profile test -p harness --example store_bench && {}",
             std::env::args().collect::<Vec<_>>().join(" ")
         );
+        // The case names its figure, as the table shows cases alone.
         let record = |case: String, metric: &str, ours: f64| Record {
             date: p.date.clone(),
             commit: p.commit.clone(),
             machine: p.machine.clone(),
             command: command.clone(),
             table: Some("store".into()),
-            case,
+            case: format!("{metric}, {case}"),
             metric: metric.into(),
             unit: "per s".into(),
             ours: proofline_records::significant(ours, 3),
