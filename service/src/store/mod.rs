@@ -224,3 +224,57 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> StoreError {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// What a store answers before it writes a new job: the job already stored under the request's
+/// id (`existing`: the same payload's job, or a conflict with another), or a full queue; `None`
+/// when the job is to be written.
+fn before_insert(
+    store: &dyn JobStore,
+    job: &NewJob,
+    existing: Option<JobRecord>,
+) -> Result<Option<Submitted>> {
+    if let Some(existing) = existing {
+        return Ok(Some(resent(existing, &job.digest)));
+    }
+    if let Some(max) = job.max_queued {
+        let queued: u64 = store.queued()?.iter().map(|q| q.2).sum();
+        if queued >= max {
+            return Ok(Some(Submitted::Full(queued)));
+        }
+    }
+    Ok(None)
+}
+
+/// The job stored under a request's id, for the same request sent again: that job if the
+/// payload is the same, a conflict if not.
+fn resent(existing: JobRecord, digest: &[u8; 32]) -> Submitted {
+    if existing.digest == *digest {
+        Submitted::Existing(existing)
+    } else {
+        Submitted::Conflict(existing)
+    }
+}
+
+/// The cancel rules around a store's own update: `mark` sets the job cancelled if it is still
+/// queued or running (and lets its payload go), true if it was.
+fn cancel_with<S: JobStore + ?Sized>(
+    store: &mut S,
+    id: &str,
+    mark: impl FnOnce(&mut S) -> Result<bool>,
+) -> Result<Cancelled> {
+    let Some(job) = store.get(id)? else {
+        return Ok(Cancelled::Unknown);
+    };
+    if job.state.is_final() {
+        return Ok(Cancelled::AlreadyEnded(job.state));
+    }
+    if !mark(store)? {
+        // It ended between the read and the update.
+        let now = store.get(id)?.map_or(JobState::Cancelled, |j| j.state);
+        return Ok(Cancelled::AlreadyEnded(now));
+    }
+    Ok(match job.state {
+        JobState::Running => Cancelled::WasRunning,
+        _ => Cancelled::WasQueued,
+    })
+}

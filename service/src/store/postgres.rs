@@ -17,8 +17,8 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::{Connection, Row};
 
 use super::{
-    io, now_ms, Cancelled, JobRecord, JobState, JobStore, NewJob, Outcome, Payloads, Result,
-    StoreError, Submitted, Timings,
+    before_insert, cancel_with, io, now_ms, resent, Cancelled, JobRecord, JobState, JobStore,
+    NewJob, Outcome, Payloads, Result, StoreError, Submitted, Timings,
 };
 
 /// Where a [`PgStore`] keeps its jobs.
@@ -250,18 +250,9 @@ async fn migrate(pool: &PgPool, schema: Option<&str>) -> Result<()> {
 
 impl JobStore for PgStore {
     fn submit(&mut self, job: NewJob) -> Result<Submitted> {
-        if let Some(existing) = self.one("request_id", &job.request_id)? {
-            return Ok(if existing.digest == job.digest {
-                Submitted::Existing(existing)
-            } else {
-                Submitted::Conflict(existing)
-            });
-        }
-        if let Some(max) = job.max_queued {
-            let queued: u64 = self.queued()?.iter().map(|q| q.2).sum();
-            if queued >= max {
-                return Ok(Submitted::Full(queued));
-            }
+        let existing = self.one("request_id", &job.request_id)?;
+        if let Some(answer) = before_insert(self, &job, existing)? {
+            return Ok(answer);
         }
         let id = self.payloads.new_id(&job.digest);
         // The payload reaches the disk before the row that points at it.
@@ -299,11 +290,7 @@ impl JobStore for PgStore {
                         job.request_id
                     ))
                 })?;
-                Ok(if existing.digest == job.digest {
-                    Submitted::Existing(existing)
-                } else {
-                    Submitted::Conflict(existing)
-                })
+                Ok(resent(existing, &job.digest))
             }
         }
     }
@@ -366,34 +353,24 @@ impl JobStore for PgStore {
     }
 
     fn cancel(&mut self, id: &str) -> Result<Cancelled> {
-        let Some(job) = self.get(id)? else {
-            return Ok(Cancelled::Unknown);
-        };
-        if job.state.is_final() {
-            return Ok(Cancelled::AlreadyEnded(job.state));
-        }
-        let key = id.to_string();
-        let changed = self.run(move |rt, pool| {
-            let done = rt.block_on(
-                sqlx::query(
-                    "UPDATE proofline_jobs SET state = 'cancelled', finished_ms = $2
-                     WHERE id = $1 AND state IN ('queued', 'running')",
-                )
-                .bind(key)
-                .bind(now_ms() as i64)
-                .execute(pool),
-            )?;
-            Ok(done.rows_affected())
-        })?;
-        if changed == 0 {
-            // It ended between the read and the update.
-            let now = self.get(id)?.map_or(JobState::Cancelled, |j| j.state);
-            return Ok(Cancelled::AlreadyEnded(now));
-        }
-        self.payloads.remove(id);
-        Ok(match job.state {
-            JobState::Running => Cancelled::WasRunning,
-            _ => Cancelled::WasQueued,
+        cancel_with(self, id, |store| {
+            let key = id.to_string();
+            let changed = store.run(move |rt, pool| {
+                let done = rt.block_on(
+                    sqlx::query(
+                        "UPDATE proofline_jobs SET state = 'cancelled', finished_ms = $2
+                         WHERE id = $1 AND state IN ('queued', 'running')",
+                    )
+                    .bind(key)
+                    .bind(now_ms() as i64)
+                    .execute(pool),
+                )?;
+                Ok(done.rows_affected())
+            })?;
+            if changed == 1 {
+                store.payloads.remove(id);
+            }
+            Ok(changed == 1)
         })
     }
 

@@ -5,8 +5,8 @@ use std::path::Path;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{
-    now_ms, Cancelled, JobRecord, JobState, JobStore, NewJob, Outcome, Payloads, Result,
-    StoreError, Submitted, Timings,
+    before_insert, cancel_with, now_ms, Cancelled, JobRecord, JobState, JobStore, NewJob, Outcome,
+    Payloads, Result, StoreError, Submitted, Timings,
 };
 
 /// The embedded store: `jobs.sqlite` and `payloads/` under the data directory.
@@ -115,18 +115,9 @@ impl SqliteStore {
 
 impl JobStore for SqliteStore {
     fn submit(&mut self, job: NewJob) -> Result<Submitted> {
-        if let Some(existing) = self.one("request_id = ?1", &job.request_id)? {
-            return Ok(if existing.digest == job.digest {
-                Submitted::Existing(existing)
-            } else {
-                Submitted::Conflict(existing)
-            });
-        }
-        if let Some(max) = job.max_queued {
-            let queued: u64 = self.queued()?.iter().map(|q| q.2).sum();
-            if queued >= max {
-                return Ok(Submitted::Full(queued));
-            }
+        let existing = self.one("request_id = ?1", &job.request_id)?;
+        if let Some(answer) = before_insert(self, &job, existing)? {
+            return Ok(answer);
         }
         let id = self.payloads.new_id(&job.digest);
         // The payload reaches the disk before the row that points at it.
@@ -210,26 +201,16 @@ impl JobStore for SqliteStore {
     }
 
     fn cancel(&mut self, id: &str) -> Result<Cancelled> {
-        let Some(job) = self.get(id)? else {
-            return Ok(Cancelled::Unknown);
-        };
-        if job.state.is_final() {
-            return Ok(Cancelled::AlreadyEnded(job.state));
-        }
-        let changed = self.db.execute(
-            "UPDATE jobs SET state = 'cancelled', finished_ms = ?2
-             WHERE id = ?1 AND state IN ('queued', 'running')",
-            params![id, now_ms() as i64],
-        )?;
-        if changed == 0 {
-            // It ended between the read and the update.
-            let now = self.get(id)?.map_or(JobState::Cancelled, |j| j.state);
-            return Ok(Cancelled::AlreadyEnded(now));
-        }
-        self.payloads.remove(id);
-        Ok(match job.state {
-            JobState::Running => Cancelled::WasRunning,
-            _ => Cancelled::WasQueued,
+        cancel_with(self, id, |store| {
+            let changed = store.db.execute(
+                "UPDATE jobs SET state = 'cancelled', finished_ms = ?2
+                 WHERE id = ?1 AND state IN ('queued', 'running')",
+                params![id, now_ms() as i64],
+            )?;
+            if changed == 1 {
+                store.payloads.remove(id);
+            }
+            Ok(changed == 1)
         })
     }
 
