@@ -209,6 +209,10 @@ pub fn check(req: &SubmitProofRequest, limits: &Limits) -> Result<Accepted, Inva
             ),
         ));
     }
+    if req.request_id.contains('\0') {
+        // No job store's text holds one (PostgreSQL refuses it).
+        return Err(invalid("request_id", "holds a NUL character"));
+    }
     let kind = ProofKind::try_from(req.proof_kind)
         .map_err(|_| invalid("proof_kind", format!("unknown value {}", req.proof_kind)))?;
     let priority = match Priority::try_from(req.priority) {

@@ -122,6 +122,7 @@ fn each_wrong_field_is_named() {
     let cases: Vec<Case> = vec![
         ("request_id", |r| r.request_id.clear(), porep()),
         ("request_id", |r| r.request_id = "x".repeat(300), porep()),
+        ("request_id", |r| r.request_id = "a\0b".into(), porep()),
         ("proof_kind", |r| r.proof_kind = 0, porep()),
         ("proof_kind", |r| r.proof_kind = 99, porep()),
         ("priority", |r| r.priority = -1, porep()),

@@ -98,7 +98,22 @@ on_both_stores!(
     a_reopened_store_has_every_job_and_requeues_the_running_ones,
     a_cancelled_job_never_runs_and_a_cancelled_running_job_keeps_no_result,
     ended_jobs_are_purged_after_retention_and_queued_ones_kept,
+    a_reason_with_a_nul_character_is_stored,
 );
+
+/// A failure's reason may quote a client's payload, NUL characters included: stored all the
+/// same (PostgreSQL's text holds no NUL, so it is written `\0`), and the job ends.
+fn a_reason_with_a_nul_character_is_stored(place: &Place) {
+    let mut store = place.open();
+    let a = new(store.submit(job("a", 2, b"a")).unwrap());
+    store.claim_next().unwrap();
+    assert!(store
+        .finish(&a.id, Outcome::Failed("unknown variant `x\0y`".into()))
+        .unwrap());
+    let a = store.get(&a.id).unwrap().unwrap();
+    assert_eq!(a.state, JobState::Failed);
+    assert_eq!(a.error.as_deref(), Some("unknown variant `x\\0y`"));
+}
 
 fn job(request_id: &str, priority: i32, payload: &[u8]) -> NewJob {
     NewJob {

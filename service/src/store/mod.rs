@@ -37,7 +37,7 @@ pub enum StoreError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The store is in use by another server.
+    /// The store cannot be used now: another server holds it, or its server does not answer.
     #[error("job store: {0}")]
     Busy(String),
     /// A row that does not hold what this version writes.
@@ -172,6 +172,23 @@ pub enum Outcome {
     Completed(Vec<u8>, Timings),
     /// Failed, with the reason.
     Failed(String),
+}
+
+impl Outcome {
+    /// The columns a store writes for it: the state, the proof, the reason and the timings.
+    /// A NUL character in the reason (it may quote a client's payload) is written `\0`, since
+    /// PostgreSQL's text holds none.
+    fn columns(self) -> (JobState, Option<Vec<u8>>, Option<String>, Timings) {
+        match self {
+            Outcome::Completed(p, t) => (JobState::Completed, Some(p), None, t),
+            Outcome::Failed(e) => (
+                JobState::Failed,
+                None,
+                Some(e.replace('\0', "\\0")),
+                Timings::default(),
+            ),
+        }
+    }
 }
 
 /// What [`JobStore::cancel`] found.

@@ -37,6 +37,9 @@ pub struct PgOptions {
     pub single_server: bool,
 }
 
+/// How long connecting may take.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 type Call = Box<dyn FnOnce(&tokio::runtime::Runtime, &PgPool) + Send>;
 
 /// The job store on PostgreSQL.
@@ -98,6 +101,13 @@ impl PgStore {
     pub fn open(options: &PgOptions) -> Result<Self> {
         let payloads = Payloads::open(&options.blobs)?;
         let mut connect = PgConnectOptions::from_str(&options.url)?;
+        // The server notices a dead client within about half a minute, so that the server lock
+        // of a host that died goes with it.
+        connect = connect.options([
+            ("tcp_keepalives_idle", "10"),
+            ("tcp_keepalives_interval", "5"),
+            ("tcp_keepalives_count", "3"),
+        ]);
         if let Some(schema) = options.schema.as_deref().map(schema_name).transpose()? {
             connect = connect.options([("search_path", schema)]);
         }
@@ -117,13 +127,20 @@ impl PgStore {
                     let (pool, lock) = runtime.block_on(async {
                         // One connection first, so that a server that cannot be reached is
                         // an error saying why, not a pool's time-out.
-                        sqlx::PgConnection::connect_with(&connect)
-                            .await?
-                            .close()
-                            .await?;
+                        let first = tokio::time::timeout(
+                            CONNECT_TIMEOUT,
+                            sqlx::PgConnection::connect_with(&connect),
+                        );
+                        let first = first.await.map_err(|_| {
+                            StoreError::Busy(format!(
+                                "no answer from the PostgreSQL server in {} s",
+                                CONNECT_TIMEOUT.as_secs()
+                            ))
+                        })??;
+                        first.close().await?;
                         let pool = PgPoolOptions::new()
                             .max_connections(4)
-                            .acquire_timeout(std::time::Duration::from_secs(30))
+                            .acquire_timeout(CONNECT_TIMEOUT)
                             .connect_with(connect)
                             .await?;
                         migrate(&pool, options.schema.as_deref()).await?;
@@ -323,10 +340,7 @@ impl JobStore for PgStore {
     }
 
     fn finish(&mut self, id: &str, outcome: Outcome) -> Result<bool> {
-        let (state, proof, error, t) = match outcome {
-            Outcome::Completed(p, t) => (JobState::Completed, Some(p), None, t),
-            Outcome::Failed(e) => (JobState::Failed, None, Some(e), Timings::default()),
-        };
+        let (state, proof, error, t) = outcome.columns();
         let key = id.to_string();
         let changed = self.run(move |rt, pool| {
             let done = rt.block_on(
@@ -411,7 +425,7 @@ impl JobStore for PgStore {
                 sqlx::query(
                     "SELECT kind, priority, COUNT(*) AS n FROM proofline_jobs
                      WHERE state = 'queued'
-                     GROUP BY kind, priority ORDER BY priority DESC, kind",
+                     GROUP BY kind, priority ORDER BY priority DESC, kind COLLATE \"C\"",
                 )
                 .fetch_all(pool),
             )?;

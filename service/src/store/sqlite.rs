@@ -177,10 +177,7 @@ impl JobStore for SqliteStore {
     }
 
     fn finish(&mut self, id: &str, outcome: Outcome) -> Result<bool> {
-        let (state, proof, error, t) = match outcome {
-            Outcome::Completed(p, t) => (JobState::Completed, Some(p), None, t),
-            Outcome::Failed(e) => (JobState::Failed, None, Some(e), Timings::default()),
-        };
+        let (state, proof, error, t) = outcome.columns();
         let changed = self.db.execute(
             "UPDATE jobs SET state = ?2, proof = ?3, error = ?4, finished_ms = ?5,
                  srs_load_ms = ?6, synthesis_ms = ?7, gpu_compute_ms = ?8
