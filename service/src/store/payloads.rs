@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{hex, io, now_ms, Result};
+use super::{hex, io, now_ms, JobRecord, Result};
 
 /// The directory of a store's payload files.
 pub(super) struct Payloads {
@@ -52,6 +52,14 @@ impl Payloads {
     pub fn read(&self, id: &str) -> Result<Vec<u8>> {
         let path = self.path(id);
         std::fs::read(&path).map_err(io(format!("reading {}", path.display())))
+    }
+
+    /// The payload of `job` while it has not ended (an ended job's is gone).
+    pub fn of_live(&self, job: Option<JobRecord>) -> Result<Option<Vec<u8>>> {
+        match job {
+            Some(j) if !j.state.is_final() => self.read(&j.id).map(Some),
+            _ => Ok(None),
+        }
     }
 
     /// Removes `id`'s payload; one already gone (a purge racing an end) is not an error.

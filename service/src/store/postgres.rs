@@ -317,10 +317,7 @@ impl JobStore for PgStore {
     }
 
     fn payload(&self, id: &str) -> Result<Option<Vec<u8>>> {
-        match self.get(id)? {
-            Some(r) if !r.state.is_final() => self.payloads.read(id).map(Some),
-            _ => Ok(None),
-        }
+        self.payloads.of_live(self.get(id)?)
     }
 
     fn claim_next(&mut self) -> Result<Option<JobRecord>> {
