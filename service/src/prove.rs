@@ -29,7 +29,7 @@ use prover_core::{
 use crate::admission::{Admission, Admitted};
 use crate::circuits::Circuit;
 use crate::registered::PostKind;
-use crate::request::{prover_id, Accepted, Work};
+use crate::request::{prover_id, vanilla_bytes, Accepted, Work};
 use crate::store::Timings;
 
 /// How the prover runs jobs.
@@ -519,7 +519,7 @@ fn post_parameters(
 /// `input` counted as the vanilla proofs its circuits now hold (as many bytes as their bincode
 /// form, which is let go here).
 fn counted(mut input: Admitted, vanilla: Vec<Vec<u8>>) -> Admitted {
-    input.count(vanilla.iter().map(|p| p.len() as u64).sum());
+    input.count(vanilla_bytes(&vanilla));
     input
 }
 

@@ -88,16 +88,20 @@ pub enum Work {
     },
 }
 
+/// Bytes of a list of vanilla proofs.
+pub fn vanilla_bytes(proofs: &[Vec<u8>]) -> u64 {
+    proofs.iter().map(|p| p.len() as u64).sum()
+}
+
 impl Work {
     /// Bytes of the payload it carries (the C1 output's JSON, the vanilla proofs).
     pub fn payload_bytes(&self) -> u64 {
-        let sum = |v: &[Vec<u8>]| v.iter().map(|p| p.len() as u64).sum();
         match self {
             Work::Porep { c1_json, .. } => c1_json.len() as u64,
             Work::SnapDeals {
                 partition_proofs, ..
-            } => sum(partition_proofs),
-            Work::Post { sector_proofs, .. } => sum(sector_proofs),
+            } => vanilla_bytes(partition_proofs),
+            Work::Post { sector_proofs, .. } => vanilla_bytes(sector_proofs),
         }
     }
 }
