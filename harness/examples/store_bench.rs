@@ -15,7 +15,9 @@ use std::time::Instant;
 use anyhow::{ensure, Result};
 use clap::Parser;
 use proofline_records::{Provenance, Record};
-use proofline_service::store::{JobStore, NewJob, PgOptions, PgStore, SqliteStore, Submitted};
+use proofline_service::store::{
+    ClaimFilter, JobStore, NewJob, Node, PgOptions, PgStore, SqliteStore, Submitted,
+};
 
 #[derive(Parser, Debug)]
 struct Args {
@@ -41,6 +43,7 @@ fn job(i: usize) -> NewJob {
         request_id: format!("r{i}"),
         digest,
         kind: "WINNING_POST".into(),
+        circuit: "winning-2KiB".into(),
         priority: 1 + (i % 4) as i32,
         payload,
         max_queued: None,
@@ -67,10 +70,21 @@ fn drain(stores: Vec<Box<dyn JobStore>>, ids: &BTreeSet<String>) -> Result<f64> 
     let claimed: Vec<Vec<String>> = std::thread::scope(|s| {
         let claimers: Vec<_> = stores
             .into_iter()
-            .map(|mut store| {
+            .enumerate()
+            .map(|(i, mut store)| {
                 s.spawn(move || -> Result<Vec<String>> {
+                    // Each claimer a node of its own, as each server would be.
+                    let node = Node {
+                        name: format!("bench-{i}"),
+                        instance: format!("{:016x}", rand::random::<u64>()),
+                        lease_ms: 600_000,
+                    };
+                    let any = ClaimFilter {
+                        min_priority: i32::MIN,
+                        ..ClaimFilter::default()
+                    };
                     let mut mine = Vec::new();
-                    while let Some(j) = store.claim_next()? {
+                    while let Some(j) = store.claim_next(&node, &any)? {
                         mine.push(j.id);
                     }
                     Ok(mine)
@@ -106,7 +120,6 @@ fn main() -> Result<()> {
         url: args.postgres.clone(),
         schema: Some(format!("store_bench_{:08x}", rand::random::<u32>())),
         blobs: dir.path().join("blobs"),
-        single_server: false,
     };
     let (ids, pg_submits) = fill(&mut PgStore::open(&pg)?, args.jobs)?;
     let claimers = (0..args.claimers)

@@ -59,6 +59,15 @@ fn read_token(path: &Path) -> anyhow::Result<String> {
     Ok(token)
 }
 
+/// This machine's name (`localhost` when the kernel does not say).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -89,13 +98,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     .load();
     let options = ServeOptions {
-        listen,
+        listen: listen.clone(),
         data_dir: s.data_dir.clone(),
         store: s.store.clone().map(|url| PgOptions {
             url,
             schema: None,
             blobs: s.blob_dir.clone(),
-            single_server: true,
         }),
         auth_token: s.auth_token_file.as_deref().map(read_token).transpose()?,
         max_message_bytes: usize::try_from(s.max_message_size).context("--max-message-size")?,
@@ -118,6 +126,13 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         retention: Duration::from_secs(s.retention_hours.saturating_mul(3600)),
         stop_timeout: Duration::from_secs(s.stop_timeout),
         concurrent_jobs: s.concurrent_jobs,
+        post_slots: s.post_slots,
+        node: s
+            .node_id
+            .clone()
+            .unwrap_or_else(|| format!("{}/{listen}", host_name())),
+        lease: Duration::from_secs(s.lease_seconds),
+        max_attempts: s.max_attempts,
         max_queued: s.max_queued,
         metrics_listen: s.metrics_listen,
     };

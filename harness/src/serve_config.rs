@@ -34,6 +34,14 @@ pub struct ServeFile {
     pub pw: Option<usize>,
     /// Jobs proven at once.
     pub concurrent_jobs: Option<usize>,
+    /// Of those, slots kept for WindowPoSt and WinningPoSt.
+    pub post_slots: Option<usize>,
+    /// This server's name among the servers sharing its store.
+    pub node_id: Option<String>,
+    /// Seconds a claim holds without a heartbeat.
+    pub lease_seconds: Option<u64>,
+    /// Times a job is claimed at most.
+    pub max_attempts: Option<u32>,
     /// Synthesis workers kept for WindowPoSt and WinningPoSt (0: none).
     pub urgent_workers: Option<usize>,
     /// The engine's byte budget.
@@ -118,6 +126,15 @@ pub struct ServeSettings {
     pub pw: usize,
     /// Jobs proven at once.
     pub concurrent_jobs: usize,
+    /// Of those, slots kept for WindowPoSt and WinningPoSt.
+    pub post_slots: usize,
+    /// This server's name among the servers sharing its store (none: the host's name and the
+    /// listen address).
+    pub node_id: Option<String>,
+    /// Seconds a claim holds without a heartbeat.
+    pub lease_seconds: u64,
+    /// Times a job is claimed at most.
+    pub max_attempts: u32,
     /// Synthesis workers kept for WindowPoSt and WinningPoSt (0: none).
     pub urgent_workers: usize,
     /// The engine's byte budget.
@@ -187,6 +204,22 @@ pub struct ServeFlags {
     /// synthesis worker busy].
     #[arg(long = "concurrent-jobs", value_parser = parse_pw)]
     pub concurrent_jobs: Option<usize>,
+    /// Of the --concurrent-jobs slots, this many only WindowPoSt and WinningPoSt may take, so
+    /// that a PoSt never waits for sealing work to finish (less than --concurrent-jobs)
+    /// [default: 0].
+    #[arg(long = "post-slots")]
+    pub post_slots: Option<usize>,
+    /// This server's name among the servers sharing a PostgreSQL store: unique among them and
+    /// the same across its restarts [default: the host's name and the listen address].
+    #[arg(long = "node-id")]
+    pub node_id: Option<String>,
+    /// Seconds a claimed job stays this server's without a heartbeat (one comes every third of
+    /// it): after a server dies, its jobs go to another within about this long [default: 30].
+    #[arg(long = "lease-seconds")]
+    pub lease_seconds: Option<u64>,
+    /// Times a job is claimed at most: a job whose server died that often fails [default: 3].
+    #[arg(long = "max-attempts")]
+    pub max_attempts: Option<u32>,
     /// Synthesis workers and accelerator queue slots kept for WindowPoSt and WinningPoSt, so
     /// that their partitions pass the C2 partitions already synthesized (0: none) [default: 1].
     #[arg(long = "urgent-workers")]
@@ -302,6 +335,10 @@ impl ServeSettings {
                 "concurrent-jobs",
                 pw,
             )?,
+            post_slots: flags.post_slots.or(file.post_slots).unwrap_or(0),
+            node_id: flags.node_id.or(file.node_id),
+            lease_seconds: flags.lease_seconds.or(file.lease_seconds).unwrap_or(30),
+            max_attempts: flags.max_attempts.or(file.max_attempts).unwrap_or(3),
             urgent_workers: flags.urgent_workers.or(file.urgent_workers).unwrap_or(1),
             mem_budget: size(flags.mem_budget, &file.mem_budget, "mem-budget")?,
             params_budget: size(flags.params_budget, &file.params_budget, "params-budget")?,
@@ -355,6 +392,30 @@ impl ServeSettings {
             prover_core::runtime::engine::MAX_THREADS
         );
         anyhow::ensure!(
+            self.post_slots < self.concurrent_jobs,
+            "--post-slots (or post-slots in the config file): {} leaves none of the {} \
+             --concurrent-jobs slots for sealing work",
+            self.post_slots,
+            self.concurrent_jobs
+        );
+        anyhow::ensure!(
+            (1..=86_400).contains(&self.lease_seconds),
+            "--lease-seconds (or lease-seconds in the config file): {} is not 1 to 86400",
+            self.lease_seconds
+        );
+        anyhow::ensure!(
+            (1..=1000).contains(&self.max_attempts),
+            "--max-attempts (or max-attempts in the config file): {} is not 1 to 1000",
+            self.max_attempts
+        );
+        if let Some(node) = &self.node_id {
+            anyhow::ensure!(
+                !node.is_empty() && node.len() <= 200 && !node.chars().any(char::is_control),
+                "--node-id (or node-id in the config file): {node:?}: give 1 to 200 characters, \
+                 none of them control characters"
+            );
+        }
+        anyhow::ensure!(
             self.max_queued != Some(0),
             "--max-queued (or max-queued in the config file): 0 would refuse every job"
         );
@@ -373,6 +434,48 @@ impl ServeSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cluster_settings_are_checked() {
+        let resolve = |text: &str| {
+            ServeSettings::resolve(
+                ServeFlags::default(),
+                ServeFile::parse(&format!("data-dir = \"/d\"\n{text}")).unwrap(),
+            )
+        };
+        let s = resolve("").unwrap();
+        assert_eq!(
+            (s.post_slots, s.node_id, s.lease_seconds, s.max_attempts),
+            (0, None, 30, 3)
+        );
+        let s = resolve(
+            "concurrent-jobs = 4\npost-slots = 1\nnode-id = \"gpu-7\"\nlease-seconds = 5\n\
+             max-attempts = 1",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                s.post_slots,
+                s.node_id.as_deref(),
+                s.lease_seconds,
+                s.max_attempts
+            ),
+            (1, Some("gpu-7"), 5, 1)
+        );
+        for (text, says) in [
+            (
+                "concurrent-jobs = 2\npost-slots = 2",
+                "leaves none of the 2",
+            ),
+            ("lease-seconds = 0", "is not 1 to 86400"),
+            ("max-attempts = 0", "is not 1 to 1000"),
+            ("node-id = \"a\\u0000b\"", "control characters"),
+            ("node-id = \"\"", "1 to 200 characters"),
+        ] {
+            let e = format!("{:#}", resolve(text).unwrap_err());
+            assert!(e.contains(says), "{text}: {e}");
+        }
+    }
 
     #[test]
     fn flags_override_the_file_which_overrides_the_defaults() {

@@ -9,6 +9,7 @@
 pub mod admission;
 pub mod circuits;
 pub mod client;
+mod heartbeat;
 pub mod listen;
 pub mod metrics;
 pub mod prove;

@@ -1,7 +1,8 @@
 //! The server's metrics in Prometheus' text format (`GetMetrics`, and `/metrics` over HTTP):
 //! the engine's stage ledger live (partitions and bytes per stage, host and device, buffers per
 //! kind, resident entries, each with its peak since the server started), the queue per kind and
-//! priority, jobs ended per kind and outcome, proof durations per kind, and the parameters held.
+//! priority, jobs ended per kind and outcome, proof durations per kind, the parameters held,
+//! this node's claims, retries and leases, and every node's heartbeat and running jobs.
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -32,6 +33,12 @@ struct Queue {
     priority: String,
 }
 
+/// A node of the store's servers.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeLabel {
+    node: String,
+}
+
 /// A partition stage.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StageLabel {
@@ -47,6 +54,10 @@ fn histogram() -> Histogram {
 pub struct Metrics {
     ended: Family<Ended, Counter>,
     durations: Family<Kind, Histogram, fn() -> Histogram>,
+    claims: Counter,
+    retries: Counter,
+    lease_expiries: Counter,
+    leases_lost: Counter,
 }
 
 impl Default for Metrics {
@@ -54,6 +65,10 @@ impl Default for Metrics {
         Metrics {
             ended: Family::default(),
             durations: Family::new_with_constructor(histogram as fn() -> Histogram),
+            claims: Counter::default(),
+            retries: Counter::default(),
+            lease_expiries: Counter::default(),
+            leases_lost: Counter::default(),
         }
     }
 }
@@ -70,6 +85,8 @@ pub struct Scrape<'a> {
     pub parameters_bytes: u64,
     /// Seconds since the server started.
     pub uptime_seconds: u64,
+    /// The store's nodes.
+    pub nodes: &'a [crate::store::NodeRecord],
 }
 
 fn priority_name(p: i32) -> String {
@@ -119,6 +136,24 @@ impl Metrics {
                 .get_or_create(&Kind { kind: kind.into() })
                 .observe(seconds);
         }
+    }
+
+    /// Counts a claim of a job's attempt `attempt` (above 1: a retry).
+    pub fn claimed(&self, attempt: u32) {
+        self.claims.inc();
+        if attempt > 1 {
+            self.retries.inc();
+        }
+    }
+
+    /// Counts a job whose lease ran out, found by this node.
+    pub fn lease_expired(&self) {
+        self.lease_expiries.inc();
+    }
+
+    /// Counts a job this node ran whose attempt it lost.
+    pub fn lease_lost(&self) {
+        self.leases_lost.inc();
     }
 
     /// The text exposition of every metric.
@@ -269,6 +304,48 @@ impl Metrics {
             "proofline_parameters_bytes",
             "Bytes of the parameters held loaded",
             s.parameters_bytes,
+        );
+        r.register(
+            "proofline_claims",
+            "Jobs this node claimed since it started",
+            self.claims.clone(),
+        );
+        r.register(
+            "proofline_retries",
+            "Claims by this node of a job tried before",
+            self.retries.clone(),
+        );
+        r.register(
+            "proofline_lease_expiries",
+            "Running jobs whose lease ran out, found by this node and queued again or failed",
+            self.lease_expiries.clone(),
+        );
+        r.register(
+            "proofline_leases_lost",
+            "Jobs this node ran whose lease ran out before their result was written",
+            self.leases_lost.clone(),
+        );
+        gauge_family(
+            &mut r,
+            "proofline_node_heartbeat_age_milliseconds",
+            "Milliseconds since each live node's last heartbeat, by the store's clock",
+            s.nodes.iter().filter_map(|n| {
+                let label = NodeLabel {
+                    node: n.name.clone(),
+                };
+                n.heartbeat_age_ms.map(|a| (label, a))
+            }),
+        );
+        gauge_family(
+            &mut r,
+            "proofline_node_jobs_running",
+            "Jobs each node runs",
+            s.nodes.iter().map(|n| {
+                let label = NodeLabel {
+                    node: n.name.clone(),
+                };
+                (label, n.running)
+            }),
         );
         gauge(
             &mut r,

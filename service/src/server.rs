@@ -4,8 +4,13 @@
 //! urgent than every running job; each claimed job's partitions go
 //! into the one engine at the job's priority, so a more urgent job's partitions are taken at the
 //! next partition boundary. A stop (the future [`serve`] is given) stops accepting, lets the
-//! running jobs finish up to a timeout and leaves queued jobs in the store; a restarted server
-//! puts a job that was running back in the queue.
+//! running jobs finish up to a timeout, puts those left unfinished back in the queue and leaves
+//! queued jobs in the store.
+//!
+//! The server is one node of the store's servers (one, with the embedded store; any number
+//! sharing a PostgreSQL store): it claims jobs with a lease, its heartbeat (the `heartbeat`
+//! module) keeps the leases of the jobs it runs and lets other nodes' run-out leases go, and it
+//! writes a result only while it still owns the job's attempt.
 
 // tonic's `Status` is what every RPC returns on error; boxing it here would only be unboxed again.
 #![allow(clippy::result_large_err)]
@@ -33,8 +38,8 @@ use crate::proto::{
 use crate::prove::{CancelToken, Prover, ProverOptions};
 use crate::request::{check, Limits};
 use crate::store::{
-    now_ms, Cancelled, JobRecord, JobState, JobStore, NewJob, Outcome, PgOptions, PgStore,
-    SqliteStore, Submitted,
+    now_ms, Cancelled, ClaimFilter, JobRecord, JobState, JobStore, NewJob, Node, Outcome,
+    PgOptions, PgStore, SqliteStore, Submitted,
 };
 use prover_core::accounting::ledger::Stage;
 
@@ -61,6 +66,14 @@ pub struct ServeOptions {
     pub stop_timeout: Duration,
     /// Jobs proven at once (their partitions interleaved in the engine by priority).
     pub concurrent_jobs: usize,
+    /// Of those, slots only WindowPoSt and WinningPoSt (priority high and above) may take.
+    pub post_slots: usize,
+    /// This server's name among the servers sharing its store, the same across its restarts.
+    pub node: String,
+    /// How long a claim holds without a heartbeat (heartbeats come every third of it).
+    pub lease: Duration,
+    /// Times a job is claimed at most: a job whose lease ran out that often fails.
+    pub max_attempts: u32,
     /// Jobs queued at most (a new one beyond it is `RESOURCE_EXHAUSTED`); none: no limit.
     pub max_queued: Option<u64>,
     /// Where to serve `/metrics` and `/status` over HTTP, if anywhere.
@@ -84,9 +97,12 @@ pub enum ServeError {
     Engine(String),
 }
 
-/// What the RPCs and the worker share.
-struct Shared {
-    store: Mutex<Box<dyn JobStore>>,
+/// What the RPCs, the worker and the heartbeat share.
+pub(crate) struct Shared {
+    pub(crate) store: Mutex<Box<dyn JobStore>>,
+    /// This server among the store's nodes.
+    pub(crate) node: Node,
+    pub(crate) max_attempts: u32,
     prover: Prover,
     limits: Limits,
     max_queued: Option<u64>,
@@ -94,22 +110,29 @@ struct Shared {
     /// The worker waits here for work.
     wake: (Mutex<()>, Condvar),
     /// Awaiting calls wait here for a job to end.
-    ended: tokio::sync::Notify,
-    stop: AtomicBool,
-    /// Jobs being proven, by id: their kind and how to cancel them.
-    running: Mutex<BTreeMap<String, RunningJob>>,
+    pub(crate) ended: tokio::sync::Notify,
+    pub(crate) stop: AtomicBool,
+    /// Set once the stop has waited for the running jobs: the heartbeat ends.
+    pub(crate) done: AtomicBool,
+    /// Jobs being proven, by id: their kind, attempt and how to cancel them.
+    pub(crate) running: Mutex<BTreeMap<String, RunningJob>>,
     completed: AtomicU64,
     failed: AtomicU64,
-    metrics: Metrics,
+    pub(crate) metrics: Metrics,
 }
 
-struct RunningJob {
+pub(crate) struct RunningJob {
     kind: String,
     priority: i32,
-    cancel: Arc<CancelToken>,
+    /// The attempt this node runs.
+    pub(crate) attempt: u32,
+    pub(crate) cancel: Arc<CancelToken>,
+    /// Set when the heartbeat found the job no longer this attempt's (cancelled elsewhere, or
+    /// its lease ran out).
+    pub(crate) lost: Arc<AtomicBool>,
 }
 
-fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -120,7 +143,11 @@ fn internal(e: impl std::fmt::Display) -> Status {
 impl Shared {
     /// The metrics' text exposition now.
     fn metrics_text(&self) -> Result<String, String> {
-        let queued = self.store().queued().map_err(|e| e.to_string())?;
+        let (queued, nodes) = {
+            let store = self.store();
+            let queued = store.queued().map_err(|e| e.to_string())?;
+            (queued, store.nodes().map_err(|e| e.to_string())?)
+        };
         let running = self.running_kinds();
         let ledger = self.prover.ledger();
         Ok(self.metrics.render(&Scrape {
@@ -129,12 +156,17 @@ impl Shared {
             running: &running,
             parameters_bytes: self.prover.loaded().iter().map(|p| p.bytes).sum(),
             uptime_seconds: self.started.elapsed().as_secs(),
+            nodes: &nodes,
         }))
     }
 
     /// The server's state as JSON (`/status`).
     fn status_json(&self) -> Result<serde_json::Value, String> {
-        let queued = self.store().queued().map_err(|e| e.to_string())?;
+        let (queued, nodes) = {
+            let store = self.store();
+            let queued = store.queued().map_err(|e| e.to_string())?;
+            (queued, store.nodes().map_err(|e| e.to_string())?)
+        };
         let running: Vec<serde_json::Value> = lock(&self.running)
             .iter()
             .map(|(id, r)| serde_json::json!({"job_id": id, "kind": r.kind}))
@@ -158,6 +190,16 @@ impl Shared {
             })
             .collect();
         Ok(serde_json::json!({
+            "node": self.node.name,
+            "nodes": nodes
+                .iter()
+                .map(|n| serde_json::json!({
+                    "node": n.name,
+                    "live": n.heartbeat_age_ms.is_some_and(|a| a < self.node.lease_ms),
+                    "heartbeat_age_ms": n.heartbeat_age_ms,
+                    "running": n.running,
+                }))
+                .collect::<Vec<_>>(),
             "uptime_seconds": self.started.elapsed().as_secs(),
             "completed": self.completed.load(Ordering::Relaxed),
             "failed": self.failed.load(Ordering::Relaxed),
@@ -191,11 +233,11 @@ impl Shared {
             .collect()
     }
 
-    fn store(&self) -> MutexGuard<'_, Box<dyn JobStore>> {
+    pub(crate) fn store(&self) -> MutexGuard<'_, Box<dyn JobStore>> {
         lock(&self.store)
     }
 
-    fn wake_worker(&self) {
+    pub(crate) fn wake_worker(&self) {
         let _g = lock(&self.wake.0);
         self.wake.1.notify_all();
     }
@@ -219,6 +261,7 @@ impl Shared {
                 request_id: accepted.request_id.clone(),
                 digest: accepted.digest,
                 kind: kind_name(req.proof_kind),
+                circuit: Circuit::of(&accepted).id(),
                 priority: accepted.priority as i32,
                 payload: req.encode_to_vec(),
                 max_queued: self.max_queued,
@@ -400,14 +443,16 @@ impl ProvingEngine for Service {
             });
             q.pending += n.min(u32::MAX as u64) as u32;
         }
-        for kind in shared.running_kinds() {
+        // Every node's running jobs, not only this one's.
+        let running = shared.store().running().map_err(internal)?;
+        for (kind, n) in running {
             queues
                 .entry(kind.clone())
                 .or_insert_with(|| QueueStatus {
                     proof_kind: kind,
                     ..Default::default()
                 })
-                .in_progress += 1;
+                .in_progress += n.min(u32::MAX as u64) as u32;
         }
         Ok(Response::new(GetStatusResponse {
             gpus: Vec::new(),
@@ -510,9 +555,13 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Claims jobs while fewer than `slots` are being proven, each proven on its own thread,
-/// until told to stop; then waits for the running ones.
-fn worker(shared: Arc<Shared>, retention: Duration, slots: usize) {
+/// Jobs submitted this long ago are claimed in their turn even by a node that holds another
+/// circuit's parameters.
+const HELD_PREFERENCE: Duration = Duration::from_secs(600);
+
+/// Claims jobs while fewer than `slots` are being proven (`post_slots` of them for PoSt only),
+/// each proven on its own thread, until told to stop; then waits for the running ones.
+fn worker(shared: Arc<Shared>, retention: Duration, slots: usize, post_slots: usize) {
     let mut last_purge = Instant::now() - Duration::from_secs(3600);
     let mut threads: Vec<std::thread::JoinHandle<()>> = Vec::new();
     while !shared.stop.load(Ordering::Acquire) {
@@ -528,11 +577,21 @@ fn worker(shared: Arc<Shared>, retention: Duration, slots: usize) {
             let g = lock(&shared.wake.0);
             let _ = shared.wake.1.wait_timeout(g, Duration::from_millis(500));
         };
-        if !room_for_next(&shared, slots) {
+        let Some(min_priority) = room_for_next(&shared, slots, post_slots) else {
             idle(&shared);
             continue;
-        }
-        let claimed = shared.store().claim_next();
+        };
+        let filter = ClaimFilter {
+            min_priority,
+            held: shared
+                .prover
+                .loaded()
+                .into_iter()
+                .map(|p| p.circuit_id)
+                .collect(),
+            aged_before_ms: now_ms().saturating_sub(HELD_PREFERENCE.as_millis() as u64),
+        };
+        let claimed = shared.store().claim_next(&shared.node, &filter);
         let job = match claimed {
             Ok(Some(job)) => job,
             Ok(None) => {
@@ -545,26 +604,35 @@ fn worker(shared: Arc<Shared>, retention: Duration, slots: usize) {
                 continue;
             }
         };
+        shared.metrics.claimed(job.attempts);
         let cancel = Arc::new(CancelToken::default());
-        lock(&shared.running).insert(
+        let lost = Arc::new(AtomicBool::new(false));
+        let earlier = lock(&shared.running).insert(
             job.id.clone(),
             RunningJob {
                 kind: job.kind.clone(),
                 priority: job.priority,
+                attempt: job.attempts,
                 cancel: cancel.clone(),
+                lost: lost.clone(),
             },
         );
+        if let Some(earlier) = earlier {
+            // This node's earlier attempt lost its lease and the job came back to it.
+            earlier.lost.store(true, Ordering::Release);
+            earlier.cancel.cancel();
+        }
         let id = job.id.clone();
         let spawned = {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name(format!("proofline-job-{}", &id[..id.len().min(8)]))
-                .spawn(move || prove_claimed(&shared, &job, &cancel))
+                .spawn(move || prove_claimed(&shared, &job, &cancel, &lost))
         };
         match spawned {
             Ok(t) => threads.push(t),
             Err(e) => {
-                // The job stays running in the store and runs again at the next start.
+                // The job stays running in the store; its lease runs out, and it runs again.
                 eprintln!("error: starting job {id}'s thread: {e}");
                 lock(&shared.running).remove(&id);
                 std::thread::sleep(Duration::from_secs(1));
@@ -576,31 +644,38 @@ fn worker(shared: Arc<Shared>, retention: Duration, slots: usize) {
     }
 }
 
-/// Whether the worker may claim the next queued job: while fewer than `slots` jobs run, or,
-/// once they are full, for one more job whose priority is above every running job's (a
-/// WinningPoSt behind full slots of C2 jobs joins them at once, and its partitions go first
-/// at the engine's next partition boundary).
-fn room_for_next(shared: &Shared, slots: usize) -> bool {
+/// The lowest priority the worker may claim now, if any: every job while fewer than
+/// `slots - post_slots` jobs run; WindowPoSt and WinningPoSt (high and above) while fewer than
+/// `slots` run; once they are full, one more job above every running job's priority (a
+/// WinningPoSt behind full slots of C2 jobs joins them at once, and its partitions go first at
+/// the engine's next partition boundary).
+fn room_for_next(shared: &Shared, slots: usize, post_slots: usize) -> Option<i32> {
     let running: Vec<i32> = lock(&shared.running).values().map(|r| r.priority).collect();
+    if running.len() < slots.saturating_sub(post_slots) {
+        return Some(i32::MIN);
+    }
     if running.len() < slots {
-        return true;
+        return Some(crate::proto::Priority::High as i32);
     }
     if running.len() > slots {
-        return false;
+        return None;
     }
-    let top_running = running.iter().copied().max().unwrap_or(i32::MIN);
-    match shared.store().queued() {
-        Ok(q) => q.iter().any(|(_, p, n)| *n > 0 && *p > top_running),
-        Err(_) => false,
-    }
+    running
+        .iter()
+        .copied()
+        .max()
+        .map(|top| top.saturating_add(1))
 }
 
-/// Proves a claimed job and records its outcome.
-fn prove_claimed(shared: &Shared, job: &JobRecord, cancel: &CancelToken) {
+/// Proves a claimed job and records its outcome, if this attempt still owns it.
+fn prove_claimed(shared: &Shared, job: &JobRecord, cancel: &CancelToken, lost: &AtomicBool) {
     let started = Instant::now();
     let outcome = run_job(shared, job, cancel);
     let ok = matches!(outcome, Outcome::Completed(..));
-    match shared.store().finish(&job.id, outcome) {
+    let finished = shared
+        .store()
+        .finish(&job.id, &shared.node.name, job.attempts, outcome);
+    match finished {
         Ok(true) => {
             let (n, name) = if ok {
                 (&shared.completed, "completed")
@@ -612,10 +687,37 @@ fn prove_claimed(shared: &Shared, job: &JobRecord, cancel: &CancelToken) {
                 .metrics
                 .ended(&job.kind, name, started.elapsed().as_secs_f64());
         }
-        Ok(false) => {} // cancelled while it ran: the result is discarded
+        Ok(false) => {
+            // Cancelled while it ran, or this attempt lost its lease: the result is discarded.
+            let cancelled = shared
+                .store()
+                .get(&job.id)
+                .ok()
+                .flatten()
+                .is_some_and(|j| j.state == JobState::Cancelled);
+            if !cancelled {
+                lost.store(true, Ordering::Release);
+                eprintln!(
+                    "job {}: attempt {} no longer holds the job (its lease ran out); its result \
+                     was discarded",
+                    job.id, job.attempts
+                );
+            }
+        }
         Err(e) => eprintln!("error: recording job {}: {e}", job.id),
     }
-    lock(&shared.running).remove(&job.id);
+    if lost.load(Ordering::Acquire) {
+        shared.metrics.lease_lost();
+    }
+    {
+        let mut running = lock(&shared.running);
+        if running
+            .get(&job.id)
+            .is_some_and(|r| r.attempt == job.attempts)
+        {
+            running.remove(&job.id);
+        }
+    }
     shared.ended.notify_waiters();
     shared.wake_worker();
 }
@@ -707,12 +809,17 @@ pub async fn serve(
         None => Box::new(SqliteStore::open(&options.data_dir)?),
         Some(pg) => Box::new(PgStore::open(pg)?),
     };
-    let resumed = store.requeue_running()?;
-    if resumed > 0 {
-        eprintln!("resuming {resumed} job(s) that were running when the server last stopped");
-    }
+    let node = Node {
+        name: options.node.clone(),
+        instance: format!("{:016x}", rand::random::<u64>()),
+        lease_ms: options.lease.as_millis().max(1) as u64,
+    };
+    let expired = store.join(&node, options.max_attempts.max(1))?;
+    crate::heartbeat::report(&expired);
     let shared = Arc::new(Shared {
         store: Mutex::new(store),
+        node,
+        max_attempts: options.max_attempts.max(1),
         prover: Prover::new(options.prover).map_err(ServeError::Engine)?,
         limits: options.limits,
         max_queued: options.max_queued,
@@ -720,6 +827,7 @@ pub async fn serve(
         wake: (Mutex::new(()), Condvar::new()),
         ended: tokio::sync::Notify::new(),
         stop: AtomicBool::new(false),
+        done: AtomicBool::new(false),
         running: Mutex::new(BTreeMap::new()),
         completed: AtomicU64::new(0),
         failed: AtomicU64::new(0),
@@ -747,10 +855,18 @@ pub async fn serve(
     let worker_thread = {
         let shared = shared.clone();
         let (retention, slots) = (options.retention, options.concurrent_jobs.max(1));
+        let post_slots = options.post_slots.min(slots);
         std::thread::Builder::new()
             .name("proofline-worker".into())
-            .spawn(move || worker(shared, retention, slots))
+            .spawn(move || worker(shared, retention, slots, post_slots))
             .map_err(|e| ServeError::Listen(format!("starting the worker: {e}")))?
+    };
+    let heartbeat_thread = {
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name("proofline-heartbeat".into())
+            .spawn(move || crate::heartbeat::run(&shared))
+            .map_err(|e| ServeError::Listen(format!("starting the heartbeat: {e}")))?
     };
     if let Some(addr) = options.metrics_listen {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -794,10 +910,16 @@ pub async fn serve(
     if rx.recv_timeout(options.stop_timeout).is_err() {
         for id in lock(&shared.running).keys() {
             eprintln!(
-                "stopping with job {id} unfinished after {:?}: it runs again at the next start",
+                "stopping with job {id} unfinished after {:?}: it goes back to the queue",
                 options.stop_timeout
             );
         }
+    }
+    shared.done.store(true, Ordering::Release);
+    let _ = heartbeat_thread.join();
+    // Unfinished jobs go back to the queue now, not when their lease runs out.
+    if let Err(e) = shared.store().leave(&shared.node) {
+        eprintln!("error: leaving the store's nodes: {e}");
     }
     if let Listen::Unix(path) = &options.listen {
         let _ = std::fs::remove_file(path);

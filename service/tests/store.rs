@@ -1,14 +1,18 @@
 //! The job store keeps what it accepted across a reopen, treats `request_id` as an idempotency
-//! key, hands out the highest priority first (oldest first among equals), and never lets a
-//! cancelled job's result in: every test runs on both stores, SQLite and PostgreSQL (the server
+//! key, hands out the highest priority first (oldest first among equals), never lets a
+//! cancelled job's result in, and gives each claim a lease: a run-out lease requeues the job (or
+//! fails it after its last attempt) and fences the old attempt's result out. Every test runs on
+//! both stores, SQLite and PostgreSQL (the server
 //! `PROOFLINE_TEST_POSTGRES` names, a schema of its own per test; with `CI=true` a missing
 //! server fails the PostgreSQL tests instead of skipping them).
 
 use std::path::PathBuf;
 
+use std::time::Duration;
+
 use proofline_service::store::{
-    Cancelled, JobState, JobStore, NewJob, Outcome, PgOptions, PgStore, SqliteStore, Submitted,
-    Timings,
+    Cancelled, ClaimFilter, JobRecord, JobState, JobStore, NewJob, Node, Outcome, PgOptions,
+    PgStore, SqliteStore, StoreError, Submitted, Timings,
 };
 
 /// Where one test's store lives: a temporary directory (SQLite's database and payloads, or
@@ -51,7 +55,6 @@ impl Place {
                 url,
                 schema: Some(schema),
                 blobs,
-                single_server: false,
             }),
         })
     }
@@ -99,17 +102,265 @@ on_both_stores!(
     a_cancelled_job_never_runs_and_a_cancelled_running_job_keeps_no_result,
     ended_jobs_are_purged_after_retention_and_queued_ones_kept,
     a_reason_with_a_nul_character_is_stored,
+    a_run_out_lease_requeues_the_job_and_the_old_attempt_cannot_write,
+    a_job_fails_when_its_last_attempt_loses_its_lease,
+    a_heartbeat_keeps_the_leases_of_the_jobs_its_node_still_owns,
+    one_name_is_one_live_node_and_a_leaving_node_lets_its_jobs_go,
+    claims_prefer_held_circuits_and_keep_slots_for_urgent_work,
 );
+
+/// A node named `name` (a fresh instance) whose claims hold `lease_ms`.
+fn node(name: &str, lease_ms: u64) -> Node {
+    Node {
+        name: name.into(),
+        instance: format!("{:016x}", rand::random::<u64>()),
+        lease_ms,
+    }
+}
+
+/// The node most tests claim as: its lease outlasts any test.
+fn n1() -> Node {
+    Node {
+        instance: "n1-instance".into(),
+        ..node("n1", 600_000)
+    }
+}
+
+/// Claims as `node` whatever is next.
+fn claim_as(store: &mut Box<dyn JobStore>, node: &Node) -> Option<JobRecord> {
+    store
+        .claim_next(
+            node,
+            &ClaimFilter {
+                min_priority: i32::MIN,
+                ..ClaimFilter::default()
+            },
+        )
+        .unwrap()
+}
+
+/// Claims as [`n1`].
+fn claim(store: &mut Box<dyn JobStore>) -> Option<JobRecord> {
+    claim_as(store, &n1())
+}
+
+/// Ends `job` (as claimed by [`n1`]).
+fn finish(store: &mut Box<dyn JobStore>, job: &JobRecord, outcome: Outcome) -> bool {
+    store.finish(&job.id, "n1", job.attempts, outcome).unwrap()
+}
+
+fn proof(byte: u8) -> Outcome {
+    Outcome::Completed(vec![byte; 192], Timings::default())
+}
+
+fn a_run_out_lease_requeues_the_job_and_the_old_attempt_cannot_write(place: &Place) {
+    let mut store = place.open();
+    let (a, b) = (node("a", 500), node("b", 60_000));
+    store.join(&a, 3).unwrap();
+    store.join(&b, 3).unwrap();
+    let j = new(store.submit(job("j", 2, b"j")).unwrap());
+    let first = claim_as(&mut store, &a).unwrap();
+    assert_eq!((first.attempts, first.owner.as_deref()), (1, Some("a")));
+    // Twin first: within its lease, and after a heartbeat, the job stays a's.
+    assert_eq!(store.expire_leases(3).unwrap(), vec![]);
+    assert_eq!(store.heartbeat(&a).unwrap(), vec![(j.id.clone(), 1)]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(store.expire_leases(3).unwrap(), vec![]);
+    // a stops beating: its lease runs out, and b finds the job back in the queue.
+    std::thread::sleep(Duration::from_millis(600));
+    let expired = store.expire_leases(3).unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!((expired[0].owner.as_str(), expired[0].attempts), ("a", 1));
+    assert!(expired[0].requeued);
+    assert_eq!(store.get(&j.id).unwrap().unwrap().state, JobState::Queued);
+    let second = claim_as(&mut store, &b).unwrap();
+    assert_eq!((second.attempts, second.owner.as_deref()), (2, Some("b")));
+    // a wakes up with a result: refused, as is a stale owner with the right attempt; b's wins.
+    assert!(!store.finish(&j.id, "a", 1, proof(1)).unwrap());
+    assert!(!store.finish(&j.id, "a", 2, proof(1)).unwrap());
+    assert!(!store.finish(&j.id, "b", 1, proof(1)).unwrap());
+    assert_eq!(store.heartbeat(&a).unwrap(), vec![]);
+    assert!(
+        store.payload(&j.id).unwrap().is_some(),
+        "the new attempt's payload went"
+    );
+    assert!(store.finish(&j.id, "b", 2, proof(2)).unwrap());
+    let done = store.get(&j.id).unwrap().unwrap();
+    assert_eq!(
+        (done.state, done.proof),
+        (JobState::Completed, Some(vec![2; 192]))
+    );
+    assert!(
+        !store.finish(&j.id, "b", 2, proof(3)).unwrap(),
+        "written twice"
+    );
+}
+
+fn a_job_fails_when_its_last_attempt_loses_its_lease(place: &Place) {
+    let mut store = place.open();
+    let a = node("a", 100);
+    store.join(&a, 2).unwrap();
+    let j = new(store.submit(job("j", 2, b"j")).unwrap());
+    claim_as(&mut store, &a).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // Attempt 1 of 2: back in the queue.
+    assert!(store.expire_leases(2).unwrap()[0].requeued);
+    assert_eq!(claim_as(&mut store, &a).unwrap().attempts, 2);
+    std::thread::sleep(Duration::from_millis(200));
+    let last = store.expire_leases(2).unwrap();
+    assert!(!last[0].requeued);
+    let failed = store.get(&j.id).unwrap().unwrap();
+    assert_eq!(failed.state, JobState::Failed);
+    let reason = failed.error.unwrap();
+    assert!(
+        reason.contains("on each of its 2 attempts, the last on node a"),
+        "{reason}"
+    );
+    assert_eq!(store.payload(&j.id).unwrap(), None);
+    assert!(claim_as(&mut store, &a).is_none());
+}
+
+fn a_heartbeat_keeps_the_leases_of_the_jobs_its_node_still_owns(place: &Place) {
+    let mut store = place.open();
+    let (a, b) = (node("a", 600), node("b", 60_000));
+    store.join(&a, 3).unwrap();
+    store.join(&b, 3).unwrap();
+    let ids: Vec<String> = (0..3)
+        .map(|i| new(store.submit(job(&format!("r{i}"), 2, &[i])).unwrap()).id)
+        .collect();
+    claim_as(&mut store, &a).unwrap();
+    claim_as(&mut store, &a).unwrap();
+    claim_as(&mut store, &b).unwrap();
+    let mut mine = store.heartbeat(&a).unwrap();
+    mine.sort();
+    assert_eq!(mine, vec![(ids[0].clone(), 1), (ids[1].clone(), 1)]);
+    // Heartbeats past several leases keep a's jobs a's.
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(100));
+        store.heartbeat(&a).unwrap();
+        assert_eq!(store.expire_leases(3).unwrap(), vec![]);
+    }
+    // A job cancelled through any node leaves the answer: a stops it.
+    store.cancel(&ids[0]).unwrap();
+    assert_eq!(store.heartbeat(&a).unwrap(), vec![(ids[1].clone(), 1)]);
+    let nodes = store.nodes().unwrap();
+    assert_eq!(
+        nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.running))
+            .collect::<Vec<_>>(),
+        vec![("a", 1), ("b", 1)]
+    );
+    assert!(nodes.iter().all(|n| n.heartbeat_age_ms.is_some()));
+    assert_eq!(
+        store.running().unwrap(),
+        vec![("WINNING_POST".to_string(), 2)]
+    );
+    // Another process that took a's name (after a stopped answering) ends a's heartbeats.
+    std::thread::sleep(Duration::from_millis(800));
+    let a2 = node("a", 600);
+    store.join(&a2, 3).unwrap();
+    match store.heartbeat(&a) {
+        Err(StoreError::Busy(e)) => assert!(e.contains("has taken this node's name"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    // The job a had was let go at a2's join, as a restarted node's are.
+    assert_eq!(store.get(&ids[1]).unwrap().unwrap().state, JobState::Queued);
+}
+
+fn one_name_is_one_live_node_and_a_leaving_node_lets_its_jobs_go(place: &Place) {
+    let mut store = place.open();
+    let a = node("a", 500);
+    store.join(&a, 3).unwrap();
+    let j = new(store.submit(job("j", 2, b"j")).unwrap());
+    claim_as(&mut store, &a).unwrap();
+    // While a beats (from another connection, as its own process would), a second process
+    // under its name waits two leases, then is refused.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let mut beating = place.open();
+        // A beat now: opening the second connection may have taken longer than the lease.
+        beating.heartbeat(&a).unwrap();
+        let (a, stop) = (&a, &stop);
+        s.spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                beating.heartbeat(a).unwrap();
+                std::thread::sleep(Duration::from_millis(30));
+            }
+        });
+        let t = std::time::Instant::now();
+        let refused = store.join(&node("a", 500), 3);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        match refused {
+            Err(StoreError::Busy(e)) => assert!(e.contains("another server runs as node"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            t.elapsed() >= Duration::from_millis(1000),
+            "{:?}",
+            t.elapsed()
+        );
+    });
+    assert_eq!(store.get(&j.id).unwrap().unwrap().state, JobState::Running);
+    // a leaves: its job is queued at once, the attempt not counted, and a is listed as gone.
+    assert_eq!(store.leave(&a).unwrap(), 1);
+    let back = store.get(&j.id).unwrap().unwrap();
+    assert_eq!((back.state, back.attempts), (JobState::Queued, 0));
+    assert_eq!(store.nodes().unwrap()[0].heartbeat_age_ms, None);
+    // Twin: after a left, a new run under its name joins at once.
+    let t = std::time::Instant::now();
+    store.join(&node("a", 500), 3).unwrap();
+    assert!(
+        t.elapsed() < Duration::from_millis(150),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+fn claims_prefer_held_circuits_and_keep_slots_for_urgent_work(place: &Place) {
+    let mut store = place.open();
+    let mut submit = |id: &str, priority: i32, circuit: &str| {
+        // Apart in time, so that "older than" tells them apart.
+        std::thread::sleep(Duration::from_millis(5));
+        new(store
+            .submit(NewJob {
+                circuit: circuit.into(),
+                ..job(id, priority, id.as_bytes())
+            })
+            .unwrap())
+    };
+    let old = submit("old", 2, "porep-2KiB");
+    let held1 = submit("held1", 2, "porep-32GiB");
+    let held2 = submit("held2", 2, "porep-32GiB");
+    let window = submit("window", 3, "window-32GiB");
+    let n = n1();
+    let filter = |min_priority: i32, aged_before_ms: u64| ClaimFilter {
+        min_priority,
+        held: vec!["porep-32GiB".into(), "winning-2KiB".into()],
+        aged_before_ms,
+    };
+    let mut next = |f: ClaimFilter| store.claim_next(&n, &f).unwrap().map(|j| j.id);
+    // A slot kept for PoSt takes the WindowPoSt and nothing else.
+    assert_eq!(next(filter(3, 0)), Some(window.id));
+    assert_eq!(next(filter(3, 0)), None);
+    // The held circuit's job goes before the older one of another circuit...
+    assert_eq!(next(filter(i32::MIN, 0)), Some(held1.id));
+    // ...unless that one has waited long: then it goes in its turn.
+    assert_eq!(next(filter(i32::MIN, old.submitted_ms + 1)), Some(old.id));
+    assert_eq!(next(filter(i32::MIN, 0)), Some(held2.id));
+}
 
 /// A failure's reason may quote a client's payload, NUL characters included: stored all the
 /// same (PostgreSQL's text holds no NUL, so it is written `\0`), and the job ends.
 fn a_reason_with_a_nul_character_is_stored(place: &Place) {
     let mut store = place.open();
-    let a = new(store.submit(job("a", 2, b"a")).unwrap());
-    store.claim_next().unwrap();
-    assert!(store
-        .finish(&a.id, Outcome::Failed("unknown variant `x\0y`".into()))
-        .unwrap());
+    new(store.submit(job("a", 2, b"a")).unwrap());
+    let a = claim(&mut store).unwrap();
+    assert!(finish(
+        &mut store,
+        &a,
+        Outcome::Failed("unknown variant `x\0y`".into())
+    ));
     let a = store.get(&a.id).unwrap().unwrap();
     assert_eq!(a.state, JobState::Failed);
     assert_eq!(a.error.as_deref(), Some("unknown variant `x\\0y`"));
@@ -125,6 +376,7 @@ fn job(request_id: &str, priority: i32, payload: &[u8]) -> NewJob {
             .first_chunk::<32>()
             .unwrap(),
         kind: "WINNING_POST".into(),
+        circuit: "winning-2KiB".into(),
         priority,
         payload: payload.to_vec(),
         max_queued: None,
@@ -152,7 +404,7 @@ fn the_same_request_twice_is_one_job_and_another_payload_is_refused(place: &Plac
         other => panic!("{other:?}"),
     }
     // Finished, the same request returns the finished job with its proof and timings.
-    let claimed = store.claim_next().unwrap().unwrap();
+    let claimed = claim(&mut store).unwrap();
     assert_eq!(claimed.id, first.id);
     assert!(claimed.started_ms.is_some_and(|s| s >= first.submitted_ms));
     assert_eq!(first.started_ms, None);
@@ -161,9 +413,11 @@ fn the_same_request_twice_is_one_job_and_another_payload_is_refused(place: &Plac
         synthesis_ms: 22,
         gpu_compute_ms: 33,
     };
-    assert!(store
-        .finish(&first.id, Outcome::Completed(vec![7; 192], timings))
-        .unwrap());
+    assert!(finish(
+        &mut store,
+        &claimed,
+        Outcome::Completed(vec![7; 192], timings)
+    ));
     match store.submit(job("r1", 2, b"payload")).unwrap() {
         Submitted::Existing(r) => {
             assert_eq!(r.state, JobState::Completed);
@@ -195,7 +449,7 @@ fn a_full_queue_refuses_new_jobs_but_answers_resent_ones(place: &Place) {
         other => panic!("{other:?}"),
     }
     // A claimed job leaves the queue: room for one more.
-    store.claim_next().unwrap().unwrap();
+    claim(&mut store).unwrap();
     new(store.submit(limited("c", b"c")).unwrap());
     // Without a limit, no refusal.
     new(store.submit(job("d", 2, b"d")).unwrap());
@@ -209,18 +463,19 @@ fn claims_take_the_highest_priority_first_then_the_oldest(place: &Place) {
     let low = new(store.submit(job("low", 1, b"l")).unwrap());
     let queued = store.queued().unwrap();
     assert_eq!(queued.iter().map(|q| q.2).sum::<u64>(), 4);
-    let order: Vec<String> =
-        std::iter::from_fn(|| store.claim_next().unwrap().map(|j| j.id)).collect();
+    let order: Vec<String> = std::iter::from_fn(|| claim(&mut store).map(|j| j.id)).collect();
     assert_eq!(order, vec![winning.id, c2a.id, c2b.id, low.id]);
-    assert!(store.claim_next().unwrap().is_none());
+    assert!(claim(&mut store).is_none());
 }
 
 fn a_reopened_store_has_every_job_and_requeues_the_running_ones(place: &Place) {
+    let before = node("n", 300);
     let (running, queued) = {
         let mut store = place.open();
+        store.join(&before, 3).unwrap();
         let a = new(store.submit(job("a", 2, b"a")).unwrap());
         let b = new(store.submit(job("b", 2, b"b")).unwrap());
-        assert_eq!(store.claim_next().unwrap().unwrap().id, a.id);
+        assert_eq!(claim_as(&mut store, &before).unwrap().id, a.id);
         (a, b)
         // Dropped mid-job, as a killed server would leave it.
     };
@@ -229,8 +484,15 @@ fn a_reopened_store_has_every_job_and_requeues_the_running_ones(place: &Place) {
         store.get(&running.id).unwrap().unwrap().state,
         JobState::Running
     );
-    assert_eq!(store.requeue_running().unwrap(), 1);
-    let again = store.claim_next().unwrap().unwrap();
+    // The node's next run waits for the last one's lease, then takes its job back at once.
+    let after = node("n", 300);
+    let expired = store.join(&after, 3).unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(
+        (expired[0].id.as_str(), expired[0].requeued),
+        (running.id.as_str(), true)
+    );
+    let again = claim_as(&mut store, &after).unwrap();
     assert_eq!(again.id, running.id);
     assert_eq!(again.attempts, 2);
     assert_eq!(store.payload(&queued.id).unwrap().unwrap(), b"b");
@@ -241,15 +503,11 @@ fn a_cancelled_job_never_runs_and_a_cancelled_running_job_keeps_no_result(place:
     let a = new(store.submit(job("a", 2, b"a")).unwrap());
     let b = new(store.submit(job("b", 2, b"b")).unwrap());
     assert_eq!(store.cancel(&b.id).unwrap(), Cancelled::WasQueued);
-    assert_eq!(store.claim_next().unwrap().unwrap().id, a.id);
-    assert!(
-        store.claim_next().unwrap().is_none(),
-        "a cancelled job was claimed"
-    );
+    let claimed = claim(&mut store).unwrap();
+    assert_eq!(claimed.id, a.id);
+    assert!(claim(&mut store).is_none(), "a cancelled job was claimed");
     assert_eq!(store.cancel(&a.id).unwrap(), Cancelled::WasRunning);
-    assert!(!store
-        .finish(&a.id, Outcome::Completed(vec![1; 192], Timings::default()))
-        .unwrap());
+    assert!(!finish(&mut store, &claimed, proof(1)));
     let a = store.get(&a.id).unwrap().unwrap();
     assert_eq!((a.state, a.proof), (JobState::Cancelled, None));
     assert_eq!(
@@ -264,10 +522,12 @@ fn ended_jobs_are_purged_after_retention_and_queued_ones_kept(place: &Place) {
     let mut store = place.open();
     let a = new(store.submit(job("a", 2, b"a")).unwrap());
     let b = new(store.submit(job("b", 2, b"b")).unwrap());
-    store.claim_next().unwrap();
-    store
-        .finish(&a.id, Outcome::Failed("synthesis failed".into()))
-        .unwrap();
+    let claimed = claim(&mut store).unwrap();
+    assert!(finish(
+        &mut store,
+        &claimed,
+        Outcome::Failed("synthesis failed".into())
+    ));
     let failed = store.get(&a.id).unwrap().unwrap();
     assert_eq!(failed.error.as_deref(), Some("synthesis failed"));
     // Not yet past retention.
@@ -313,13 +573,14 @@ fn a_store_of_the_first_layout_gains_the_timing_columns_and_keeps_its_jobs() {
     assert_eq!(old.started_ms, None);
     // Twin: a job of the new layout records its timings.
     let j = new(store.submit(job("r-new", 2, b"new")).unwrap());
-    store.claim_next().unwrap();
+    let mut store: Box<dyn JobStore> = Box::new(store);
+    let claimed = claim(&mut store).unwrap();
     let t = Timings {
         srs_load_ms: 1,
         synthesis_ms: 2,
         gpu_compute_ms: 3,
     };
-    assert!(store.finish(&j.id, Outcome::Completed(vec![9], t)).unwrap());
+    assert!(finish(&mut store, &claimed, Outcome::Completed(vec![9], t)));
     assert_eq!(store.get(&j.id).unwrap().unwrap().timings, t);
 }
 
@@ -344,7 +605,7 @@ fn postgres_claimers_take_each_job_once() {
             .map(|_| {
                 let mut store = place.open();
                 s.spawn(move || {
-                    std::iter::from_fn(|| store.claim_next().unwrap())
+                    std::iter::from_fn(|| claim(&mut store))
                         .map(|j| (j.priority, j.id))
                         .collect()
                 })
@@ -360,33 +621,5 @@ fn postgres_claimers_take_each_job_once() {
     for mine in &claimed {
         assert!(mine.windows(2).all(|w| w[0].0 >= w[1].0), "{mine:?}");
     }
-    assert!(store.claim_next().unwrap().is_none());
-}
-
-#[test]
-fn postgres_refuses_a_second_server_on_one_schema() {
-    let Some(place) = Place::postgres("one_server") else {
-        return;
-    };
-    let single = PgOptions {
-        single_server: true,
-        ..place.pg.clone().unwrap()
-    };
-    let first = PgStore::open(&single).unwrap();
-    let err = PgStore::open(&single)
-        .err()
-        .expect("a second server")
-        .to_string();
-    assert!(
-        err.contains("another proofline server uses this database"),
-        "{err}"
-    );
-    // Twin: once the first has stopped, a server opens it.
-    drop(first);
-    let t = std::time::Instant::now();
-    while let Err(e) = PgStore::open(&single) {
-        // The first store's thread lets its connection go as it ends.
-        assert!(t.elapsed().as_secs() < 10, "{e}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    assert!(claim(&mut store).is_none());
 }

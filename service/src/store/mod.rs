@@ -8,6 +8,14 @@
 //! `request_id` is an idempotency key: the same id with the same payload digest returns the
 //! job already stored (queued, running or finished); the same id with another digest is
 //! refused ([`Submitted::Conflict`]).
+//!
+//! Several servers may share one store (nodes: the PostgreSQL store reached from several
+//! machines). A claim makes its node the job's owner for one attempt and gives it a lease;
+//! the node's heartbeat extends the leases of the jobs it still owns. A running job whose lease
+//! ran out (its node died or hung) goes back to the queue, or fails once it has been tried
+//! `max_attempts` times ([`JobStore::expire_leases`]); a result is written only by the owner of
+//! the job's current attempt ([`JobStore::finish`]), so a node that lost a job cannot overwrite
+//! a newer attempt's result.
 
 mod payloads;
 mod postgres;
@@ -102,6 +110,8 @@ pub struct NewJob {
     pub digest: [u8; 32],
     /// The proof kind's wire name (`POREP_SEAL_COMMIT`, ...).
     pub kind: String,
+    /// The circuit it proves ([`crate::circuits::Circuit::id`]).
+    pub circuit: String,
     /// Its priority (1 low to 4 critical).
     pub priority: i32,
     /// The request's bytes, kept in a file until the job is admitted.
@@ -125,8 +135,14 @@ pub struct JobRecord {
     pub priority: i32,
     /// Its state.
     pub state: JobState,
-    /// Times it was claimed (a restart puts a running job back in the queue).
+    /// Times it was claimed: the current attempt's number while it runs.
     pub attempts: u32,
+    /// The circuit it proves (`porep-32GiB`, ...): a node holding its parameters takes it first.
+    pub circuit: String,
+    /// The node that claimed it last.
+    pub owner: Option<String>,
+    /// While it runs, when its lease ends (the store's clock, milliseconds since the epoch).
+    pub lease_until_ms: Option<u64>,
     /// The proof, once completed.
     pub proof: Option<Vec<u8>>,
     /// Why it failed.
@@ -204,6 +220,55 @@ pub enum Cancelled {
     WasRunning,
 }
 
+/// A server sharing a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// The name the other nodes see it by: unique among them, the same across its restarts
+    /// (a restarted node takes its unfinished jobs back at once).
+    pub name: String,
+    /// This run of it (random), so that two processes given one name are told apart.
+    pub instance: String,
+    /// How long its claims hold without a heartbeat, in milliseconds.
+    pub lease_ms: u64,
+}
+
+/// What a node may claim now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClaimFilter {
+    /// Only jobs of this priority or above (a slot kept for PoSt takes 3, high, and above).
+    pub min_priority: i32,
+    /// Circuits whose parameters the node holds: their jobs go before older ones of the same
+    /// priority.
+    pub held: Vec<String>,
+    /// Jobs submitted before this time (milliseconds since the epoch) count as held, so that
+    /// no job waits behind a stream of another circuit's jobs forever.
+    pub aged_before_ms: u64,
+}
+
+/// A node as the store sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeRecord {
+    /// Its name.
+    pub name: String,
+    /// Milliseconds since its last heartbeat (by the store's clock); `None` once it left.
+    pub heartbeat_age_ms: Option<u64>,
+    /// Jobs it owns that are running.
+    pub running: u64,
+}
+
+/// A running job whose lease ran out, put back in the queue or failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expired {
+    /// The job.
+    pub id: String,
+    /// The node that had it.
+    pub owner: String,
+    /// Its attempts so far.
+    pub attempts: u32,
+    /// Back in the queue (else failed: its attempts were used up).
+    pub requeued: bool,
+}
+
 /// Where a server keeps its jobs.
 pub trait JobStore: Send {
     /// Stores a job before the request is answered (see the module's idempotency rules).
@@ -212,15 +277,34 @@ pub trait JobStore: Send {
     fn get(&self, id: &str) -> Result<Option<JobRecord>>;
     /// The payload of a job that has not ended.
     fn payload(&self, id: &str) -> Result<Option<Vec<u8>>>;
-    /// Claims the next queued job: the highest priority first, then the oldest.
-    fn claim_next(&mut self) -> Result<Option<JobRecord>>;
-    /// Ends a running job; `false` when it was not running (cancelled meanwhile: the result is
-    /// discarded). The payload file is removed.
-    fn finish(&mut self, id: &str, outcome: Outcome) -> Result<bool>;
+    /// Registers `node` at its start. Another live process under its name (a heartbeat within
+    /// that process's lease) is waited for up to two leases, then refused ([`StoreError::Busy`]).
+    /// The jobs a previous run of the node left running are let go at once, by the rules of
+    /// [`JobStore::expire_leases`].
+    fn join(&mut self, node: &Node, max_attempts: u32) -> Result<Vec<Expired>>;
+    /// Claims the next queued job `filter` allows for `node`: the highest priority first, then
+    /// the jobs of held circuits, then the oldest. The claim is one attempt with a lease.
+    fn claim_next(&mut self, node: &Node, filter: &ClaimFilter) -> Result<Option<JobRecord>>;
+    /// Extends the leases of the running jobs `node` owns and answers them (id and attempt): a
+    /// job the node runs that is not among them was cancelled or lost. An error when another
+    /// process has taken the node's name.
+    fn heartbeat(&mut self, node: &Node) -> Result<Vec<(String, u32)>>;
+    /// Puts the running jobs whose lease ran out back in the queue, or fails those tried
+    /// `max_attempts` times already (their payload removed).
+    fn expire_leases(&mut self, max_attempts: u32) -> Result<Vec<Expired>>;
+    /// At a node's stop: its unfinished jobs go back to the queue at once (the attempt not
+    /// counted), and it is marked gone.
+    fn leave(&mut self, node: &Node) -> Result<usize>;
+    /// Ends a running job with the result of attempt `attempt` by node `owner`; `false` when
+    /// that attempt no longer holds it (cancelled, or its lease ran out and it was claimed
+    /// again or failed): the result is discarded. The payload file is removed when it ends.
+    fn finish(&mut self, id: &str, owner: &str, attempt: u32, outcome: Outcome) -> Result<bool>;
     /// Cancels a job that has not ended.
     fn cancel(&mut self, id: &str) -> Result<Cancelled>;
-    /// Puts every running job back in the queue (at start: a server that stopped mid-job).
-    fn requeue_running(&mut self) -> Result<usize>;
+    /// The nodes that joined, by name.
+    fn nodes(&self) -> Result<Vec<NodeRecord>>;
+    /// Running jobs per kind, on every node.
+    fn running(&self) -> Result<Vec<(String, u64)>>;
     /// Removes jobs that ended before `before_ms`, and their payloads.
     fn purge_ended_before(&mut self, before_ms: u64) -> Result<usize>;
     /// Queued jobs per kind and priority.
@@ -236,6 +320,28 @@ pub fn now_ms() -> u64 {
 
 fn io(what: String) -> impl FnOnce(std::io::Error) -> StoreError {
     move |source| StoreError::Io { what, source }
+}
+
+/// How long [`JobStore::join`] waits for another live process under the node's name.
+fn join_wait(lease_ms: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(lease_ms.saturating_mul(2))
+}
+
+/// The error of a node whose name another process has taken.
+fn taken(node: &Node) -> StoreError {
+    StoreError::Busy(format!(
+        "node {:?}: another server has taken this node's name (this one stopped answering for \
+         longer than its lease); its claims are no longer this server's",
+        node.name
+    ))
+}
+
+/// Why a job failed whose lease ran out on its last attempt.
+fn lost_reason(owner: &str, attempts: u32) -> String {
+    format!(
+        "its node stopped answering (the lease ran out) on each of its {attempts} attempts, \
+         the last on node {owner}"
+    )
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -270,6 +376,73 @@ fn resent(existing: JobRecord, digest: &[u8; 32]) -> Submitted {
     } else {
         Submitted::Conflict(existing)
     }
+}
+
+/// The join rules around a store's own registration: `take` registers the node unless another
+/// live process holds its name (then it answers that process's heartbeat age and lease), and
+/// sets the leases of the jobs the node's previous run left running to have run out.
+fn join_with<S: JobStore + ?Sized>(
+    store: &mut S,
+    node: &Node,
+    max_attempts: u32,
+    mut take: impl FnMut(&mut S) -> Result<Option<(u64, u64)>>,
+) -> Result<Vec<Expired>> {
+    let waited = std::time::Instant::now();
+    let mut told = false;
+    loop {
+        match take(store)? {
+            None => break,
+            Some((age, lease)) => {
+                if waited.elapsed() > join_wait(lease) {
+                    return Err(StoreError::Busy(format!(
+                        "another server runs as node {:?} (its last heartbeat {age} ms ago): \
+                         give each server its own --node-id, or stop the other",
+                        node.name
+                    )));
+                }
+                if !told {
+                    eprintln!(
+                        "node {:?}: waiting up to {:.1} s for its previous run to stop answering \
+                         (its last heartbeat {age} ms ago)",
+                        node.name,
+                        join_wait(lease).as_secs_f64()
+                    );
+                    told = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+        }
+    }
+    store.expire_leases(max_attempts)
+}
+
+/// The rules around a store's lease expiry: `expired` lists the running jobs whose lease ran
+/// out, `end` puts one back in the queue (`None`) or fails it (`Some(reason)`), fenced by its
+/// attempt, true if it did; `payloads` lets a failed job's payload go.
+fn expire_with<S: ?Sized>(
+    store: &mut S,
+    max_attempts: u32,
+    expired: impl FnOnce(&mut S) -> Result<Vec<(String, String, u32)>>,
+    mut end: impl FnMut(&mut S, &str, u32, Option<String>) -> Result<bool>,
+    payloads: impl Fn(&S) -> &Payloads,
+) -> Result<Vec<Expired>> {
+    let mut out = Vec::new();
+    for (id, owner, attempts) in expired(store)? {
+        let requeued = attempts < max_attempts;
+        let reason = (!requeued).then(|| lost_reason(&owner, attempts));
+        if end(store, &id, attempts, reason)? {
+            if !requeued {
+                payloads(store).remove(&id);
+            }
+            out.push(Expired {
+                id,
+                owner,
+                attempts,
+                requeued,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// The cancel rules around a store's own update: `mark` sets the job cancelled if it is still

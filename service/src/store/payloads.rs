@@ -20,13 +20,13 @@ impl Payloads {
         })
     }
 
-    /// A new job id: the time, the digest's first bytes, and a counter (unique in a process;
-    /// across processes the time and digest tell jobs apart, and the table's unique key
-    /// refuses the rest).
+    /// A new job id: the time, the payload digest's first bytes, a counter (unique in a
+    /// process) and a random part (unique across the servers sharing a blob directory).
     pub fn new_id(&self, digest: &[u8; 32]) -> String {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        format!("{}-{}-{n}", now_ms(), hex(&digest[..6]))
+        let salt: u32 = rand::random();
+        format!("{}-{}-{n}-{salt:08x}", now_ms(), hex(&digest[..6]))
     }
 
     fn path(&self, id: &str) -> PathBuf {

@@ -4,8 +4,11 @@
 //! the highest priority, then the oldest, in one statement with `FOR UPDATE SKIP LOCKED`, so
 //! that two claimers never take one job; `request_id` is one unique key of the table.
 //!
-//! The queries are plain SQL run at run time (building needs no database); the table is
-//! created at open under an advisory lock. The store's calls are synchronous, like the
+//! Leases and heartbeats are timed by the database server's clock, so that nodes whose clocks
+//! disagree still agree on when a lease ran out.
+//!
+//! The queries are plain SQL run at run time (building needs no database); the tables are
+//! created (and columns added) at open under an advisory lock. The store's calls are synchronous, like the
 //! embedded store's: each runs on the store's own thread and runtime, so that a call from an
 //! asynchronous handler never starts a runtime inside another.
 
@@ -17,8 +20,9 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::{Connection, Row};
 
 use super::{
-    before_insert, cancel_with, io, now_ms, resent, Cancelled, JobRecord, JobState, JobStore,
-    NewJob, Outcome, Payloads, Result, StoreError, Submitted, Timings,
+    before_insert, cancel_with, expire_with, io, join_with, now_ms, resent, taken, Cancelled,
+    ClaimFilter, Expired, JobRecord, JobState, JobStore, NewJob, Node, NodeRecord, Outcome,
+    Payloads, Result, StoreError, Submitted, Timings,
 };
 
 /// Where a [`PgStore`] keeps its jobs.
@@ -28,14 +32,13 @@ pub struct PgOptions {
     pub url: String,
     /// The schema the table lives in (created if missing; `None`: the connection's default).
     pub schema: Option<String>,
-    /// The blob directory: one file per queued or running job's payload.
+    /// The blob directory: one file per queued or running job's payload, shared by every
+    /// server of the database.
     pub blobs: PathBuf,
-    /// Hold the schema's server lock while the store is open, so that a second server on the
-    /// same database and schema is refused: a starting server puts every running job back in
-    /// the queue, which is right only while it is the one server (several servers sharing a
-    /// database need leases, not built yet). Off for tests that open several handles.
-    pub single_server: bool,
 }
+
+/// The database server's clock, in milliseconds since the epoch.
+const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 
 /// How long connecting may take.
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -50,7 +53,7 @@ pub struct PgStore {
 
 const COLUMNS: &str = "id, request_id, digest, kind, priority, state, attempts, proof, error, \
                        submitted_ms, finished_ms, started_ms, srs_load_ms, synthesis_ms, \
-                       gpu_compute_ms";
+                       gpu_compute_ms, circuit, owner, lease_until_ms";
 
 fn record(row: &PgRow) -> Result<JobRecord> {
     let digest: Vec<u8> = row.try_get("digest")?;
@@ -78,6 +81,9 @@ fn record(row: &PgRow) -> Result<JobRecord> {
             synthesis_ms: ms("synthesis_ms")?.unwrap_or(0),
             gpu_compute_ms: ms("gpu_compute_ms")?.unwrap_or(0),
         },
+        circuit: row.try_get("circuit")?,
+        owner: row.try_get("owner")?,
+        lease_until_ms: ms("lease_until_ms")?,
     })
 }
 
@@ -124,7 +130,7 @@ impl PgStore {
                         .enable_all()
                         .build()
                         .map_err(io("starting the job store's runtime".into()))?;
-                    let (pool, lock) = runtime.block_on(async {
+                    let pool = runtime.block_on(async {
                         // One connection first, so that a server that cannot be reached is
                         // an error saying why, not a pool's time-out.
                         let first = tokio::time::timeout(
@@ -144,17 +150,11 @@ impl PgStore {
                             .connect_with(connect)
                             .await?;
                         migrate(&pool, options.schema.as_deref()).await?;
-                        // The server lock is a session's: its connection stays open with the
-                        // store.
-                        let lock = match options.single_server {
-                            true => Some(server_lock(&pool, &options).await?),
-                            false => None,
-                        };
-                        Ok::<_, StoreError>((pool, lock))
+                        Ok::<_, StoreError>(pool)
                     })?;
-                    Ok((runtime, pool, lock))
+                    Ok((runtime, pool))
                 })();
-                let (runtime, pool, lock) = match opened {
+                let (runtime, pool) = match opened {
                     Ok(open) => {
                         let _ = ready.send(Ok(()));
                         open
@@ -167,10 +167,7 @@ impl PgStore {
                 for call in inbox {
                     call(&runtime, &pool);
                 }
-                // The store is dropped: the lock's session ends, and the connections close.
-                if let Some(lock) = lock {
-                    let _ = runtime.block_on(lock.close());
-                }
+                // The store is dropped: the connections close.
                 runtime.block_on(pool.close());
             })
             .map_err(io("starting the job store's thread".into()))?;
@@ -201,28 +198,6 @@ impl PgStore {
             let row = rt.block_on(sqlx::query(&sql).bind(value).fetch_optional(pool))?;
             row.as_ref().map(record).transpose()
         })
-    }
-}
-
-async fn server_lock(pool: &PgPool, options: &PgOptions) -> Result<sqlx::PgConnection> {
-    // Detached from the pool, so that the lock's session is never handed to another call.
-    let mut conn = pool.acquire().await?.detach();
-    let locked: bool =
-        sqlx::query_scalar("SELECT pg_try_advisory_lock(7320092, hashtext(current_schema()))")
-            .fetch_one(&mut conn)
-            .await?;
-    if locked {
-        Ok(conn)
-    } else {
-        Err(StoreError::Busy(format!(
-            "another proofline server uses this database{}: several servers on one database \
-             are not supported yet (stop the other, or give this one its own database)",
-            options
-                .schema
-                .as_deref()
-                .map(|s| format!(" (schema {s})"))
-                .unwrap_or_default()
-        )))
     }
 }
 
@@ -258,6 +233,16 @@ async fn migrate(pool: &PgPool, schema: Option<&str>) -> Result<()> {
          )",
         "CREATE INDEX IF NOT EXISTS proofline_jobs_queue
              ON proofline_jobs (state, priority DESC, seq)",
+        // Added since the first layout: the claim's circuit, owner and lease.
+        "ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS circuit TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS owner TEXT",
+        "ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS lease_until_ms BIGINT",
+        "CREATE TABLE IF NOT EXISTS proofline_nodes (
+             name TEXT PRIMARY KEY,
+             instance TEXT NOT NULL,
+             lease_ms BIGINT NOT NULL,
+             heartbeat_ms BIGINT
+         )",
     ] {
         sqlx::query(statement).execute(&mut *tx).await?;
     }
@@ -278,8 +263,8 @@ impl JobStore for PgStore {
         let inserted = self.run(move |rt, pool| {
             let sql = format!(
                 "INSERT INTO proofline_jobs
-                     (id, request_id, digest, kind, priority, state, submitted_ms)
-                 VALUES ($1, $2, $3, $4, $5, 'queued', $6)
+                     (id, request_id, digest, kind, priority, state, submitted_ms, circuit)
+                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7)
                  ON CONFLICT (request_id) DO NOTHING
                  RETURNING {COLUMNS}"
             );
@@ -291,6 +276,7 @@ impl JobStore for PgStore {
                     .bind(job.kind)
                     .bind(job.priority)
                     .bind(now_ms() as i64)
+                    .bind(job.circuit)
                     .fetch_optional(pool),
             )?;
             row.as_ref().map(record).transpose()
@@ -320,32 +306,224 @@ impl JobStore for PgStore {
         self.payloads.of_live(self.get(id)?)
     }
 
-    fn claim_next(&mut self) -> Result<Option<JobRecord>> {
-        self.run(|rt, pool| {
+    fn join(&mut self, node: &Node, max_attempts: u32) -> Result<Vec<Expired>> {
+        join_with(self, node, max_attempts, |store| {
+            let node = node.clone();
+            store.run(move |rt, pool| {
+                rt.block_on(async {
+                    let mut tx = pool.begin().await?;
+                    sqlx::query(&format!(
+                        "INSERT INTO proofline_nodes (name, instance, lease_ms, heartbeat_ms)
+                         VALUES ($1, $2, $3, {NOW}) ON CONFLICT (name) DO NOTHING"
+                    ))
+                    .bind(&node.name)
+                    .bind(&node.instance)
+                    .bind(node.lease_ms as i64)
+                    .execute(&mut *tx)
+                    .await?;
+                    let row = sqlx::query(&format!(
+                        "SELECT instance, {NOW} - heartbeat_ms AS age, lease_ms
+                         FROM proofline_nodes WHERE name = $1 FOR UPDATE"
+                    ))
+                    .bind(&node.name)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    let instance: String = row.try_get("instance")?;
+                    let age: Option<i64> = row.try_get("age")?;
+                    let lease: i64 = row.try_get("lease_ms")?;
+                    if let Some(age) = age {
+                        if instance != node.instance && age < lease {
+                            // At once: a dropped transaction's rollback waits for the
+                            // connection's next use, holding the row the other process beats.
+                            tx.rollback().await?;
+                            return Ok(Some((age.max(0) as u64, lease as u64)));
+                        }
+                    }
+                    sqlx::query(&format!(
+                        "UPDATE proofline_nodes SET instance = $2, lease_ms = $3,
+                             heartbeat_ms = {NOW} WHERE name = $1"
+                    ))
+                    .bind(&node.name)
+                    .bind(&node.instance)
+                    .bind(node.lease_ms as i64)
+                    .execute(&mut *tx)
+                    .await?;
+                    sqlx::query(
+                        "UPDATE proofline_jobs SET lease_until_ms = 0
+                         WHERE owner = $1 AND state = 'running'",
+                    )
+                    .bind(&node.name)
+                    .execute(&mut *tx)
+                    .await?;
+                    tx.commit().await?;
+                    Ok(None)
+                })
+            })
+        })
+    }
+
+    fn claim_next(&mut self, node: &Node, filter: &ClaimFilter) -> Result<Option<JobRecord>> {
+        let (node, filter) = (node.clone(), filter.clone());
+        self.run(move |rt, pool| {
             let sql = format!(
                 "UPDATE proofline_jobs
-                 SET state = 'running', attempts = attempts + 1, started_ms = $1
+                 SET state = 'running', attempts = attempts + 1, started_ms = $1, owner = $2,
+                     lease_until_ms = {NOW} + $3
                  WHERE seq = (
-                     SELECT seq FROM proofline_jobs WHERE state = 'queued'
-                     ORDER BY priority DESC, seq LIMIT 1
+                     SELECT seq FROM proofline_jobs WHERE state = 'queued' AND priority >= $4
+                     ORDER BY priority DESC,
+                         (circuit = ANY($5) OR submitted_ms < $6) DESC,
+                         seq
+                     LIMIT 1
                      FOR UPDATE SKIP LOCKED)
                  RETURNING {COLUMNS}"
             );
-            let row = rt.block_on(sqlx::query(&sql).bind(now_ms() as i64).fetch_optional(pool))?;
+            let row = rt.block_on(
+                sqlx::query(&sql)
+                    .bind(now_ms() as i64)
+                    .bind(node.name)
+                    .bind(node.lease_ms as i64)
+                    .bind(filter.min_priority)
+                    .bind(filter.held)
+                    .bind(filter.aged_before_ms as i64)
+                    .fetch_optional(pool),
+            )?;
             row.as_ref().map(record).transpose()
         })
     }
 
-    fn finish(&mut self, id: &str, outcome: Outcome) -> Result<bool> {
+    fn heartbeat(&mut self, node: &Node) -> Result<Vec<(String, u32)>> {
+        let node = node.clone();
+        self.run(move |rt, pool| {
+            rt.block_on(async {
+                let mut tx = pool.begin().await?;
+                let mine = sqlx::query(&format!(
+                    "UPDATE proofline_nodes SET heartbeat_ms = {NOW}
+                     WHERE name = $1 AND instance = $2"
+                ))
+                .bind(&node.name)
+                .bind(&node.instance)
+                .execute(&mut *tx)
+                .await?;
+                if mine.rows_affected() != 1 {
+                    tx.rollback().await?;
+                    return Err(taken(&node));
+                }
+                let rows = sqlx::query(&format!(
+                    "UPDATE proofline_jobs SET lease_until_ms = {NOW} + $2
+                     WHERE owner = $1 AND state = 'running'
+                     RETURNING id, attempts"
+                ))
+                .bind(&node.name)
+                .bind(node.lease_ms as i64)
+                .fetch_all(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                rows.iter()
+                    .map(|r| Ok((r.try_get("id")?, r.try_get::<i32, _>("attempts")? as u32)))
+                    .collect()
+            })
+        })
+    }
+
+    fn expire_leases(&mut self, max_attempts: u32) -> Result<Vec<Expired>> {
+        expire_with(
+            self,
+            max_attempts,
+            |store| {
+                store.run(|rt, pool| {
+                    let rows = rt.block_on(
+                        sqlx::query(&format!(
+                            "SELECT id, COALESCE(owner, '') AS owner, attempts
+                             FROM proofline_jobs
+                             WHERE state = 'running' AND COALESCE(lease_until_ms, 0) < {NOW}"
+                        ))
+                        .fetch_all(pool),
+                    )?;
+                    rows.iter()
+                        .map(|r| {
+                            Ok((
+                                r.try_get("id")?,
+                                r.try_get("owner")?,
+                                r.try_get::<i32, _>("attempts")? as u32,
+                            ))
+                        })
+                        .collect()
+                })
+            },
+            |store, id, attempts, reason| {
+                let (id, state) = (
+                    id.to_string(),
+                    match reason {
+                        None => JobState::Queued,
+                        Some(_) => JobState::Failed,
+                    },
+                );
+                let finished = reason.as_ref().map(|_| now_ms() as i64);
+                store.run(move |rt, pool| {
+                    // Fenced by the attempt and the lease, so that a heartbeat or a claim
+                    // between the look and this update wins.
+                    let done = rt.block_on(
+                        sqlx::query(&format!(
+                            "UPDATE proofline_jobs SET state = $3, error = $4, finished_ms = $5
+                             WHERE id = $1 AND attempts = $2 AND state = 'running'
+                                 AND COALESCE(lease_until_ms, 0) < {NOW}"
+                        ))
+                        .bind(id)
+                        .bind(attempts as i32)
+                        .bind(state.code())
+                        .bind(reason)
+                        .bind(finished)
+                        .execute(pool),
+                    )?;
+                    Ok(done.rows_affected() == 1)
+                })
+            },
+            |store| &store.payloads,
+        )
+    }
+
+    fn leave(&mut self, node: &Node) -> Result<usize> {
+        let node = node.clone();
+        self.run(move |rt, pool| {
+            rt.block_on(async {
+                let mut tx = pool.begin().await?;
+                let mine = sqlx::query(
+                    "UPDATE proofline_nodes SET heartbeat_ms = NULL
+                     WHERE name = $1 AND instance = $2",
+                )
+                .bind(&node.name)
+                .bind(&node.instance)
+                .execute(&mut *tx)
+                .await?;
+                let released = if mine.rows_affected() == 1 {
+                    sqlx::query(
+                        "UPDATE proofline_jobs SET state = 'queued', attempts = attempts - 1
+                         WHERE owner = $1 AND state = 'running'",
+                    )
+                    .bind(&node.name)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected()
+                } else {
+                    0
+                };
+                tx.commit().await?;
+                Ok(released as usize)
+            })
+        })
+    }
+
+    fn finish(&mut self, id: &str, owner: &str, attempt: u32, outcome: Outcome) -> Result<bool> {
         let (state, proof, error, t) = outcome.columns();
-        let key = id.to_string();
+        let (key, owner) = (id.to_string(), owner.to_string());
         let changed = self.run(move |rt, pool| {
             let done = rt.block_on(
                 sqlx::query(
                     "UPDATE proofline_jobs SET state = $2, proof = $3, error = $4,
                          finished_ms = $5, srs_load_ms = $6, synthesis_ms = $7,
                          gpu_compute_ms = $8
-                     WHERE id = $1 AND state = 'running'",
+                     WHERE id = $1 AND state = 'running' AND owner = $9 AND attempts = $10",
                 )
                 .bind(key)
                 .bind(state.code())
@@ -355,11 +533,15 @@ impl JobStore for PgStore {
                 .bind(t.srs_load_ms as i64)
                 .bind(t.synthesis_ms as i64)
                 .bind(t.gpu_compute_ms as i64)
+                .bind(owner)
+                .bind(attempt as i32)
                 .execute(pool),
             )?;
             Ok(done.rows_affected())
         })?;
-        self.payloads.remove(id);
+        if changed == 1 {
+            self.payloads.remove(id);
+        }
         Ok(changed == 1)
     }
 
@@ -382,16 +564,6 @@ impl JobStore for PgStore {
                 store.payloads.remove(id);
             }
             Ok(changed == 1)
-        })
-    }
-
-    fn requeue_running(&mut self) -> Result<usize> {
-        self.run(|rt, pool| {
-            let done = rt.block_on(
-                sqlx::query("UPDATE proofline_jobs SET state = 'queued' WHERE state = 'running'")
-                    .execute(pool),
-            )?;
-            Ok(done.rows_affected() as usize)
         })
     }
 
@@ -434,6 +606,46 @@ impl JobStore for PgStore {
                         r.try_get::<i64, _>("n")? as u64,
                     ))
                 })
+                .collect()
+        })
+    }
+
+    fn nodes(&self) -> Result<Vec<NodeRecord>> {
+        self.run(|rt, pool| {
+            let rows = rt.block_on(
+                sqlx::query(&format!(
+                    "SELECT n.name, {NOW} - n.heartbeat_ms AS age,
+                         (SELECT COUNT(*) FROM proofline_jobs j
+                          WHERE j.owner = n.name AND j.state = 'running') AS running
+                     FROM proofline_nodes n ORDER BY n.name COLLATE \"C\""
+                ))
+                .fetch_all(pool),
+            )?;
+            rows.iter()
+                .map(|r| {
+                    Ok(NodeRecord {
+                        name: r.try_get("name")?,
+                        heartbeat_age_ms: r
+                            .try_get::<Option<i64>, _>("age")?
+                            .map(|a| a.max(0) as u64),
+                        running: r.try_get::<i64, _>("running")? as u64,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn running(&self) -> Result<Vec<(String, u64)>> {
+        self.run(|rt, pool| {
+            let rows = rt.block_on(
+                sqlx::query(
+                    "SELECT kind, COUNT(*) AS n FROM proofline_jobs WHERE state = 'running'
+                     GROUP BY kind ORDER BY kind COLLATE \"C\"",
+                )
+                .fetch_all(pool),
+            )?;
+            rows.iter()
+                .map(|r| Ok((r.try_get("kind")?, r.try_get::<i64, _>("n")? as u64)))
                 .collect()
         })
     }

@@ -5,8 +5,9 @@ use std::path::Path;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{
-    before_insert, cancel_with, now_ms, Cancelled, JobRecord, JobState, JobStore, NewJob, Outcome,
-    Payloads, Result, StoreError, Submitted, Timings,
+    before_insert, cancel_with, expire_with, join_with, now_ms, taken, Cancelled, ClaimFilter,
+    Expired, JobRecord, JobState, JobStore, NewJob, Node, NodeRecord, Outcome, Payloads, Result,
+    StoreError, Submitted, Timings,
 };
 
 /// The embedded store: `jobs.sqlite` and `payloads/` under the data directory.
@@ -17,14 +18,18 @@ pub struct SqliteStore {
 
 const COLUMNS: &str = "id, request_id, digest, kind, priority, state, attempts, proof, error, \
                        submitted_ms, finished_ms, started_ms, srs_load_ms, synthesis_ms, \
-                       gpu_compute_ms";
+                       gpu_compute_ms, circuit, owner, lease_until_ms";
 
-/// The columns of [`Timings`] and the claim time, added to the first layout.
-const TIMING_COLUMNS: [&str; 4] = [
-    "started_ms",
-    "srs_load_ms",
-    "synthesis_ms",
-    "gpu_compute_ms",
+/// The columns added to the first layout: the claim time, [`Timings`], and the claim's circuit,
+/// owner and lease.
+const ADDED_COLUMNS: [(&str, &str); 7] = [
+    ("started_ms", "INTEGER"),
+    ("srs_load_ms", "INTEGER"),
+    ("synthesis_ms", "INTEGER"),
+    ("gpu_compute_ms", "INTEGER"),
+    ("circuit", "TEXT NOT NULL DEFAULT ''"),
+    ("owner", "TEXT"),
+    ("lease_until_ms", "INTEGER"),
 ];
 
 fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<(JobRecord, String)> {
@@ -53,6 +58,9 @@ fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<(JobRecord, String)> {
                 synthesis_ms: row.get::<_, Option<i64>>(13)?.unwrap_or(0) as u64,
                 gpu_compute_ms: row.get::<_, Option<i64>>(14)?.unwrap_or(0) as u64,
             },
+            circuit: row.get(15)?,
+            owner: row.get(16)?,
+            lease_until_ms: row.get::<_, Option<i64>>(17)?.map(|v| v as u64),
         },
         state,
     ))
@@ -80,16 +88,22 @@ impl SqliteStore {
                  submitted_ms INTEGER NOT NULL,
                  finished_ms INTEGER
              );
-             CREATE INDEX IF NOT EXISTS jobs_queue ON jobs (state, priority DESC, seq);",
+             CREATE INDEX IF NOT EXISTS jobs_queue ON jobs (state, priority DESC, seq);
+             CREATE TABLE IF NOT EXISTS nodes (
+                 name TEXT PRIMARY KEY,
+                 instance TEXT NOT NULL,
+                 lease_ms INTEGER NOT NULL,
+                 heartbeat_ms INTEGER
+             );",
         )?;
         // Columns added since the first layout (a store written before them gains them).
         let have: Vec<String> = db
             .prepare("SELECT name FROM pragma_table_info('jobs')")?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        for column in TIMING_COLUMNS {
+        for (column, ty) in ADDED_COLUMNS {
             if !have.iter().any(|h| h == column) {
-                db.execute_batch(&format!("ALTER TABLE jobs ADD COLUMN {column} INTEGER"))?;
+                db.execute_batch(&format!("ALTER TABLE jobs ADD COLUMN {column} {ty}"))?;
             }
         }
         Ok(SqliteStore { db, payloads })
@@ -123,15 +137,17 @@ impl JobStore for SqliteStore {
         // The payload reaches the disk before the row that points at it.
         self.payloads.write(&id, &job.payload)?;
         let inserted = self.db.execute(
-            "INSERT INTO jobs (id, request_id, digest, kind, priority, state, submitted_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6)",
+            "INSERT INTO jobs
+                 (id, request_id, digest, kind, priority, state, submitted_ms, circuit)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7)",
             params![
                 id,
                 job.request_id,
                 &job.digest[..],
                 job.kind,
                 job.priority,
-                now_ms() as i64
+                now_ms() as i64,
+                job.circuit
             ],
         );
         if let Err(e) = inserted {
@@ -152,33 +168,153 @@ impl JobStore for SqliteStore {
         self.payloads.of_live(self.get(id)?)
     }
 
-    fn claim_next(&mut self) -> Result<Option<JobRecord>> {
+    fn join(&mut self, node: &Node, max_attempts: u32) -> Result<Vec<Expired>> {
+        join_with(self, node, max_attempts, |store| {
+            let now = now_ms() as i64;
+            let tx = store.db.transaction()?;
+            let other: Option<(String, Option<i64>, i64)> = tx
+                .query_row(
+                    "SELECT instance, heartbeat_ms, lease_ms FROM nodes WHERE name = ?1",
+                    [&node.name],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()?;
+            if let Some((instance, Some(beat), lease)) = other {
+                let age = now.saturating_sub(beat).max(0) as u64;
+                if instance != node.instance && age < lease as u64 {
+                    return Ok(Some((age, lease as u64)));
+                }
+            }
+            tx.execute(
+                "INSERT INTO nodes (name, instance, lease_ms, heartbeat_ms)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (name) DO UPDATE SET instance = ?2, lease_ms = ?3, heartbeat_ms = ?4",
+                params![&node.name, &node.instance, node.lease_ms as i64, now],
+            )?;
+            tx.execute(
+                "UPDATE jobs SET lease_until_ms = 0 WHERE owner = ?1 AND state = 'running'",
+                [&node.name],
+            )?;
+            tx.commit()?;
+            Ok(None)
+        })
+    }
+
+    fn claim_next(&mut self, node: &Node, filter: &ClaimFilter) -> Result<Option<JobRecord>> {
         let tx = self.db.transaction()?;
+        // The held circuits as a JSON array, so that one statement takes any number of them.
+        let held = serde_json::to_string(&filter.held).unwrap_or_else(|_| "[]".into());
         let next: Option<String> = tx
             .query_row(
-                "SELECT id FROM jobs WHERE state = 'queued' ORDER BY priority DESC, seq LIMIT 1",
-                [],
+                "SELECT id FROM jobs WHERE state = 'queued' AND priority >= ?1
+                 ORDER BY priority DESC,
+                     (circuit IN (SELECT value FROM json_each(?2)) OR submitted_ms < ?3) DESC,
+                     seq
+                 LIMIT 1",
+                params![filter.min_priority, held, filter.aged_before_ms as i64],
                 |r| r.get(0),
             )
             .optional()?;
         let Some(id) = next else {
             return Ok(None);
         };
+        let now = now_ms() as i64;
         tx.execute(
-            "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_ms = ?2
+            "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_ms = ?2,
+                 owner = ?3, lease_until_ms = ?4
              WHERE id = ?1",
-            params![&id, now_ms() as i64],
+            params![&id, now, &node.name, now + node.lease_ms as i64],
         )?;
         tx.commit()?;
         self.get(&id)
     }
 
-    fn finish(&mut self, id: &str, outcome: Outcome) -> Result<bool> {
+    fn heartbeat(&mut self, node: &Node) -> Result<Vec<(String, u32)>> {
+        let now = now_ms() as i64;
+        let tx = self.db.transaction()?;
+        let mine = tx.execute(
+            "UPDATE nodes SET heartbeat_ms = ?3 WHERE name = ?1 AND instance = ?2",
+            params![&node.name, &node.instance, now],
+        )?;
+        if mine != 1 {
+            return Err(taken(node));
+        }
+        tx.execute(
+            "UPDATE jobs SET lease_until_ms = ?2 WHERE owner = ?1 AND state = 'running'",
+            params![&node.name, now + node.lease_ms as i64],
+        )?;
+        let owned = {
+            let mut q =
+                tx.prepare("SELECT id, attempts FROM jobs WHERE owner = ?1 AND state = 'running'")?;
+            let rows = q.query_map([&node.name], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        tx.commit()?;
+        Ok(owned)
+    }
+
+    fn expire_leases(&mut self, max_attempts: u32) -> Result<Vec<Expired>> {
+        expire_with(
+            self,
+            max_attempts,
+            |store| {
+                let mut q = store.db.prepare(
+                    "SELECT id, COALESCE(owner, ''), attempts FROM jobs
+                     WHERE state = 'running' AND COALESCE(lease_until_ms, 0) < ?1",
+                )?;
+                let rows =
+                    q.query_map([now_ms() as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                Ok(rows.collect::<rusqlite::Result<_>>()?)
+            },
+            |store, id, attempts, reason| {
+                let state = match reason {
+                    None => JobState::Queued,
+                    Some(_) => JobState::Failed,
+                };
+                let finished = reason.as_ref().map(|_| now_ms() as i64);
+                Ok(store.db.execute(
+                    "UPDATE jobs SET state = ?3, error = ?4, finished_ms = ?5
+                     WHERE id = ?1 AND attempts = ?2 AND state = 'running'
+                         AND COALESCE(lease_until_ms, 0) < ?6",
+                    params![
+                        id,
+                        attempts,
+                        state.code(),
+                        reason,
+                        finished,
+                        now_ms() as i64
+                    ],
+                )? == 1)
+            },
+            |store| &store.payloads,
+        )
+    }
+
+    fn leave(&mut self, node: &Node) -> Result<usize> {
+        let tx = self.db.transaction()?;
+        let mine = tx.execute(
+            "UPDATE nodes SET heartbeat_ms = NULL WHERE name = ?1 AND instance = ?2",
+            params![&node.name, &node.instance],
+        )?;
+        let released = if mine == 1 {
+            tx.execute(
+                "UPDATE jobs SET state = 'queued', attempts = attempts - 1
+                 WHERE owner = ?1 AND state = 'running'",
+                [&node.name],
+            )?
+        } else {
+            0
+        };
+        tx.commit()?;
+        Ok(released)
+    }
+
+    fn finish(&mut self, id: &str, owner: &str, attempt: u32, outcome: Outcome) -> Result<bool> {
         let (state, proof, error, t) = outcome.columns();
         let changed = self.db.execute(
             "UPDATE jobs SET state = ?2, proof = ?3, error = ?4, finished_ms = ?5,
                  srs_load_ms = ?6, synthesis_ms = ?7, gpu_compute_ms = ?8
-             WHERE id = ?1 AND state = 'running'",
+             WHERE id = ?1 AND state = 'running' AND owner = ?9 AND attempts = ?10",
             params![
                 id,
                 state.code(),
@@ -187,10 +323,14 @@ impl JobStore for SqliteStore {
                 now_ms() as i64,
                 t.srs_load_ms as i64,
                 t.synthesis_ms as i64,
-                t.gpu_compute_ms as i64
+                t.gpu_compute_ms as i64,
+                owner,
+                attempt
             ],
         )?;
-        self.payloads.remove(id);
+        if changed == 1 {
+            self.payloads.remove(id);
+        }
         Ok(changed == 1)
     }
 
@@ -206,13 +346,6 @@ impl JobStore for SqliteStore {
             }
             Ok(changed == 1)
         })
-    }
-
-    fn requeue_running(&mut self) -> Result<usize> {
-        Ok(self.db.execute(
-            "UPDATE jobs SET state = 'queued' WHERE state = 'running'",
-            [],
-        )?)
     }
 
     fn purge_ended_before(&mut self, before_ms: u64) -> Result<usize> {
@@ -239,6 +372,33 @@ impl JobStore for SqliteStore {
         let rows = q.query_map([], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
         })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn nodes(&self) -> Result<Vec<NodeRecord>> {
+        let now = now_ms() as i64;
+        let mut q = self.db.prepare(
+            "SELECT n.name, n.heartbeat_ms,
+                 (SELECT COUNT(*) FROM jobs j WHERE j.owner = n.name AND j.state = 'running')
+             FROM nodes n ORDER BY n.name",
+        )?;
+        let rows = q.query_map([], |r| {
+            Ok(NodeRecord {
+                name: r.get(0)?,
+                heartbeat_age_ms: r
+                    .get::<_, Option<i64>>(1)?
+                    .map(|b| now.saturating_sub(b).max(0) as u64),
+                running: r.get::<_, i64>(2)? as u64,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn running(&self) -> Result<Vec<(String, u64)>> {
+        let mut q = self.db.prepare(
+            "SELECT kind, COUNT(*) FROM jobs WHERE state = 'running' GROUP BY kind ORDER BY kind",
+        )?;
+        let rows = q.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }

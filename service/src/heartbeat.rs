@@ -1,0 +1,79 @@
+//! A node's heartbeat: every third of its lease it extends the leases of the jobs it runs,
+//! stops those it no longer owns (cancelled through another node, or lost when its lease ran
+//! out), and puts any node's run-out jobs back in the queue (or fails them after their last
+//! attempt).
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::server::{lock, Shared};
+use crate::store::Expired;
+
+/// Beats until the server's stop has waited for its running jobs.
+pub(crate) fn run(shared: &Shared) {
+    let every = Duration::from_millis((shared.node.lease_ms / 3).max(10));
+    let mut next = Instant::now();
+    while !shared.done.load(Ordering::Acquire) {
+        if Instant::now() < next {
+            std::thread::sleep(Duration::from_millis(20).min(every));
+            continue;
+        }
+        next = Instant::now() + every;
+        beat(shared);
+    }
+}
+
+fn beat(shared: &Shared) {
+    // The jobs running before the store is asked: a job claimed after the answer is not in it
+    // and must not be taken for lost.
+    let before: Vec<(String, u32)> = lock(&shared.running)
+        .iter()
+        .map(|(id, r)| (id.clone(), r.attempt))
+        .collect();
+    let owned = shared.store().heartbeat(&shared.node);
+    match owned {
+        Ok(owned) => {
+            for (id, attempt) in before {
+                if owned.contains(&(id.clone(), attempt)) {
+                    continue;
+                }
+                if let Some(r) = lock(&shared.running).get(&id) {
+                    if r.attempt == attempt {
+                        r.cancel.cancel();
+                    }
+                }
+            }
+        }
+        Err(e) => eprintln!("error: heartbeat of node {:?}: {e}", shared.node.name),
+    }
+    let expired = shared.store().expire_leases(shared.max_attempts);
+    match expired {
+        Ok(expired) if !expired.is_empty() => {
+            report(&expired);
+            for _ in &expired {
+                shared.metrics.lease_expired();
+            }
+            shared.ended.notify_waiters();
+            shared.wake_worker();
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("error: expiring leases: {e}"),
+    }
+}
+
+/// Says what happened to jobs whose lease ran out.
+pub(crate) fn report(expired: &[Expired]) {
+    for e in expired {
+        if e.requeued {
+            eprintln!(
+                "job {}: its lease on node {:?} ran out (attempt {}): back in the queue",
+                e.id, e.owner, e.attempts
+            );
+        } else {
+            eprintln!(
+                "job {}: its lease on node {:?} ran out on its last attempt ({}): failed",
+                e.id, e.owner, e.attempts
+            );
+        }
+    }
+}
