@@ -78,6 +78,7 @@ fn drain(stores: Vec<Box<dyn JobStore>>, ids: &BTreeSet<String>) -> Result<f64> 
                         name: format!("bench-{i}"),
                         instance: format!("{:016x}", rand::random::<u64>()),
                         lease_ms: 600_000,
+                        sole: false,
                     };
                     let any = ClaimFilter {
                         min_priority: i32::MIN,

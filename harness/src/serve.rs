@@ -102,7 +102,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         data_dir: s.data_dir.clone(),
         store: s.store.clone().map(|url| PgOptions {
             url,
-            schema: None,
+            schema: s.store_schema.clone(),
             blobs: s.blob_dir.clone(),
         }),
         auth_token: s.auth_token_file.as_deref().map(read_token).transpose()?,

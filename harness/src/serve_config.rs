@@ -24,6 +24,8 @@ pub struct ServeFile {
     pub data_dir: Option<PathBuf>,
     /// A PostgreSQL job store (`postgres://...`) instead of the embedded one.
     pub store: Option<String>,
+    /// The PostgreSQL store's schema.
+    pub store_schema: Option<String>,
     /// The payload files' directory of a PostgreSQL store.
     pub blob_dir: Option<PathBuf>,
     /// The bearer token's file.
@@ -116,6 +118,8 @@ pub struct ServeSettings {
     pub data_dir: PathBuf,
     /// A PostgreSQL job store's URL (none: the embedded store in the data directory).
     pub store: Option<String>,
+    /// The PostgreSQL store's schema (none: the connection's default).
+    pub store_schema: Option<String>,
     /// The payload files' directory of a PostgreSQL store.
     pub blob_dir: PathBuf,
     /// The bearer token's file.
@@ -180,12 +184,17 @@ pub struct ServeFlags {
     #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
     /// Keep the jobs in a PostgreSQL database (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`)
-    /// instead of the embedded store; the table is created at start. One server per database
-    /// (a second is refused) [default: the embedded store in the data directory].
+    /// instead of the embedded store; the tables are created at start. Every server given the
+    /// same database (and schema) and the same --blob-dir shares one queue [default: the
+    /// embedded store in the data directory].
     #[arg(long)]
     pub store: Option<String>,
-    /// Where a PostgreSQL store keeps queued jobs' payloads, one file each [default:
-    /// <data-dir>/payloads].
+    /// The schema of the PostgreSQL store's tables, created if missing (letters, digits and _),
+    /// so that one database can hold several clusters [default: the connection's default].
+    #[arg(long = "store-schema")]
+    pub store_schema: Option<String>,
+    /// Where a PostgreSQL store keeps queued jobs' payloads, one file each: a directory every
+    /// server of the store reaches (a shared file system) [default: <data-dir>/payloads].
     #[arg(long = "blob-dir")]
     pub blob_dir: Option<PathBuf>,
     /// A file holding the bearer token every call must carry (Curio sends none: with Curio,
@@ -316,6 +325,7 @@ impl ServeSettings {
         let settings = ServeSettings {
             listen,
             store: flags.store.or(file.store),
+            store_schema: flags.store_schema.or(file.store_schema),
             blob_dir: flags
                 .blob_dir
                 .or(file.blob_dir)
@@ -365,6 +375,10 @@ impl ServeSettings {
     }
 
     fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.store.is_some() || self.store_schema.is_none(),
+            "--store-schema (or store-schema in the config file) is for a PostgreSQL --store"
+        );
         if let Some(url) = &self.store {
             anyhow::ensure!(
                 url.starts_with("postgres://") || url.starts_with("postgresql://"),

@@ -3,17 +3,15 @@
 //! idempotency key, hostile requests, a token, a stale and a live socket, SIGKILL mid-job and a
 //! restart, SIGTERM.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use std::collections::BTreeMap;
 
-use proofline_filecoin::c1::AnyC1;
 use proofline_filecoin::filecoin_proofs::{
     verify_window_post, verify_winning_post, PoStType, PublicReplicaInfo, SECTOR_SIZE_2_KIB,
 };
-use proofline_filecoin::porep::{self, SealStatement, SectorInfo};
+use proofline_filecoin::porep;
 use proofline_filecoin::seal::seal_random_sector;
 use proofline_filecoin::snap;
 use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
@@ -26,134 +24,11 @@ use proofline_service::proto::{
     SubmitProofRequest,
 };
 
-const MINER: u64 = 1000;
+mod serving;
+use serving::*;
+
 /// The byte budget the server proves under (a 2 KiB C2 partition holds a few MiB).
 const MEM_BUDGET: u64 = 1 << 30;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_proofline"))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// A server process, killed if the test ends before it stops.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start(data: &Path, cache: &Path, extra: &[&str]) -> Server {
-    let child = bin()
-        .args(["serve", "--pw", "1", "--data-dir"])
-        .arg(data)
-        .args(extra)
-        .env("FIL_PROOFS_PARAMETER_CACHE", cache)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut server = Server(child);
-    let socket = data.join("proofline.sock");
-    let t = Instant::now();
-    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
-        if let Some(status) = server.0.try_wait().unwrap() {
-            let mut e = String::new();
-            std::io::Read::read_to_string(server.0.stderr.as_mut().unwrap(), &mut e).unwrap();
-            panic!("the server ended at start ({status}): {e}");
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "no socket after 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    server
-}
-
-fn client(socket: &Path, args: &[&str]) -> Output {
-    bin()
-        .arg("client")
-        .arg("--connect")
-        .arg(format!("unix://{}", socket.display()))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// The request `proofline client` sends for a C1 file, built here from the wire page.
-fn porep_request(c1_json: &[u8], request_id: &str, sector: u64) -> SubmitProofRequest {
-    use base64::Engine as _;
-    let envelope = serde_json::json!({
-        "SectorNum": sector,
-        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(c1_json),
-        "SectorSize": 2048,
-    });
-    SubmitProofRequest {
-        request_id: request_id.into(),
-        proof_kind: ProofKind::PorepSealCommit as i32,
-        sector_size: 2048,
-        registered_proof: 5, // StackedDrg2KiBV1_1
-        vanilla_proof: serde_json::to_vec(&envelope).unwrap(),
-        sector_number: sector,
-        miner_id: MINER,
-        ..Default::default()
-    }
-}
-
-struct Sealed {
-    c1_path: PathBuf,
-    c1_json: Vec<u8>,
-    statement: SealStatement,
-    sector: u64,
-}
-
-fn seal(dir: &Path, cache: &Path) -> Sealed {
-    let out = dir.join("c1");
-    let o = bin()
-        .args(["filecoin", "seal", "--sector-size", "2KiB", "--miner-id"])
-        .arg(MINER.to_string())
-        .arg("--out")
-        .arg(&out)
-        .env("FIL_PROOFS_PARAMETER_CACHE", cache)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let info: SectorInfo =
-        serde_json::from_slice(&std::fs::read(out.join("sector.json")).unwrap()).unwrap();
-    assert_eq!(info.miner_id, Some(MINER));
-    assert_eq!(info.prover_id().unwrap(), porep::actor_prover_id(MINER));
-    let spec = info.spec().unwrap();
-    let c1 = AnyC1::from_json(&std::fs::read(out.join("c1-raw.json")).unwrap(), 2048).unwrap();
-    let statement = SealStatement::of(
-        &spec.config().unwrap(),
-        &c1,
-        info.prover_id().unwrap(),
-        info.sector_id,
-    );
-    Sealed {
-        c1_path: out.join("c1.json"),
-        c1_json: std::fs::read(out.join("c1.json")).unwrap(),
-        statement,
-        sector: info.sector_id,
-    }
-}
 
 #[test]
 fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
@@ -179,10 +54,25 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    // A live one is an error naming it.
+    // A second server on the data directory is refused, saying so.
     let o = bin()
         .args(["serve", "--data-dir"])
         .arg(&data)
+        .env("FIL_PROOFS_PARAMETER_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("another server uses the data directory"),
+        "{}",
+        text(&o)
+    );
+    // A live socket is an error naming it.
+    let o = bin()
+        .args(["serve", "--data-dir"])
+        .arg(dir.path().join("other"))
+        .arg("--listen")
+        .arg(format!("unix://{}", socket.display()))
         .env("FIL_PROOFS_PARAMETER_CACHE", &cache)
         .output()
         .unwrap();
@@ -810,33 +700,6 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
     assert!(!small.exists());
 }
 
-/// Waits for a job to end (at most five minutes).
-async fn await_done(
-    c: &mut proofline_service::client::Client,
-    job: &str,
-) -> proofline_service::proto::AwaitProofResponse {
-    c.await_proof(AwaitProofRequest {
-        job_id: job.into(),
-        timeout_ms: 300_000,
-    })
-    .await
-    .unwrap()
-    .into_inner()
-}
-
-/// Submits `request` and waits for its job to end (at most `timeout_ms`).
-async fn submit_and_await(
-    c: &mut proofline_service::client::Client,
-    request: SubmitProofRequest,
-    timeout_ms: u64,
-) -> proofline_service::proto::AwaitProofResponse {
-    let job_id = c.submit_proof(request).await.unwrap().into_inner().job_id;
-    c.await_proof(AwaitProofRequest { job_id, timeout_ms })
-        .await
-        .unwrap()
-        .into_inner()
-}
-
 /// Two 2 KiB sectors sealed for [`MINER`] and their vanilla proofs for one randomness, bincode
 /// as Curio sends them: the first sector's for WinningPoSt, both for a WindowPoSt partition.
 struct PostInputs {
@@ -928,19 +791,6 @@ fn code<T: std::fmt::Debug>(r: Result<T, tonic::Status>) -> tonic::Status {
     r.unwrap_err()
 }
 
-/// Waits until the server reports a job running.
-fn wait_running(socket: &Path) {
-    let t = Instant::now();
-    loop {
-        let o = client(socket, &["status"]);
-        if text(&o).contains("1 running") {
-            return;
-        }
-        assert!(t.elapsed() < Duration::from_secs(120), "{}", text(&o));
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn the_socket_path_and_the_token_are_checked() {
     let dir = tempfile::tempdir().unwrap();
@@ -1019,70 +869,4 @@ fn the_socket_path_and_the_token_are_checked() {
     );
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("0 proofs completed"), "{}", text(&o));
-}
-
-/// The PostgreSQL server `PROOFLINE_TEST_POSTGRES` names (`.ci/run` starts one); `None`, the
-/// skip printed, without one unless CI must have it.
-fn test_postgres() -> Option<String> {
-    match std::env::var("PROOFLINE_TEST_POSTGRES") {
-        Ok(url) => Some(url),
-        Err(_) => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI must test the PostgreSQL store: PROOFLINE_TEST_POSTGRES is not set"
-            );
-            eprintln!("skipped: PROOFLINE_TEST_POSTGRES is not set (no PostgreSQL server)");
-            None
-        }
-    }
-}
-
-#[test]
-fn a_server_on_postgresql_keeps_its_jobs_and_is_the_only_one() {
-    let Some(url) = test_postgres() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("params");
-    let data = dir.path().join("a");
-    let socket = data.join("proofline.sock");
-    let store = ["--store", url.as_str()];
-    let mut server = start(&data, &cache, &store);
-    // A second server on the same database is refused, saying why.
-    let o = bin()
-        .args(["serve", "--data-dir"])
-        .arg(dir.path().join("b"))
-        .args(store)
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    assert!(
-        text(&o).contains("another proofline server uses this database"),
-        "{}",
-        text(&o)
-    );
-    // A job goes through the PostgreSQL store: a C1 output that is no C1 output is stored,
-    // claimed and failed with the reason.
-    let request_id = format!("pg-{:08x}", rand::random::<u32>());
-    let job = rt().block_on(async {
-        let mut c = connect(&Listen::Unix(socket.clone()), None, 256 << 20)
-            .await
-            .unwrap();
-        let r = submit_and_await(&mut c, porep_request(b"{}", &request_id, 1), 300_000).await;
-        assert_eq!(r.status, 2, "{r:?}"); // FAILED
-        assert!(r.error_message.contains("vanilla_proof"), "{r:?}");
-        r.job_id
-    });
-    // Stopped and started again, the server answers for the job from the database.
-    // SAFETY: sending a signal to our own child.
-    unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) };
-    assert!(server.0.wait().unwrap().success());
-    let _server = start(&data, &cache, &store);
-    let o = client(&socket, &["await", &job]);
-    assert!(!o.status.success());
-    assert!(text(&o).contains("vanilla_proof"), "{}", text(&o));
-    // Twin: a job id the database does not hold is not found.
-    let o = client(&socket, &["await", "no-such-job"]);
-    assert!(!o.status.success());
-    assert!(!text(&o).contains("vanilla_proof"), "{}", text(&o));
 }

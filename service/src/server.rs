@@ -805,14 +805,19 @@ pub async fn serve(
     options: ServeOptions,
     stop: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    let mut store: Box<dyn JobStore> = match &options.store {
-        None => Box::new(SqliteStore::open(&options.data_dir)?),
-        Some(pg) => Box::new(PgStore::open(pg)?),
+    // The embedded store is one server's: its data directory stays locked while it runs.
+    let (mut store, _data_dir_lock): (Box<dyn JobStore>, _) = match &options.store {
+        None => {
+            let lock = SqliteStore::lock_dir(&options.data_dir)?;
+            (Box::new(SqliteStore::open(&options.data_dir)?), Some(lock))
+        }
+        Some(pg) => (Box::new(PgStore::open(pg)?), None),
     };
     let node = Node {
         name: options.node.clone(),
         instance: format!("{:016x}", rand::random::<u64>()),
         lease_ms: options.lease.as_millis().max(1) as u64,
+        sole: options.store.is_none(),
     };
     let expired = store.join(&node, options.max_attempts.max(1))?;
     crate::heartbeat::report(&expired);

@@ -115,6 +115,7 @@ fn node(name: &str, lease_ms: u64) -> Node {
         name: name.into(),
         instance: format!("{:016x}", rand::random::<u64>()),
         lease_ms,
+        sole: false,
     }
 }
 

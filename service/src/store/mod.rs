@@ -230,6 +230,10 @@ pub struct Node {
     pub instance: String,
     /// How long its claims hold without a heartbeat, in milliseconds.
     pub lease_ms: u64,
+    /// No other process can run under its name (the embedded store's data directory is locked
+    /// by this one): a previous run's recent heartbeat is not waited for, since that run is
+    /// gone.
+    pub sole: bool,
 }
 
 /// What a node may claim now.

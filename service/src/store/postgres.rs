@@ -332,7 +332,7 @@ impl JobStore for PgStore {
                     let age: Option<i64> = row.try_get("age")?;
                     let lease: i64 = row.try_get("lease_ms")?;
                     if let Some(age) = age {
-                        if instance != node.instance && age < lease {
+                        if !node.sole && instance != node.instance && age < lease {
                             // At once: a dropped transaction's rollback waits for the
                             // connection's next use, holding the row the other process beats.
                             tx.rollback().await?;

@@ -5,7 +5,7 @@ use std::path::Path;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{
-    before_insert, cancel_with, expire_with, join_with, now_ms, taken, Cancelled, ClaimFilter,
+    before_insert, cancel_with, expire_with, io, join_with, now_ms, taken, Cancelled, ClaimFilter,
     Expired, JobRecord, JobState, JobStore, NewJob, Node, NodeRecord, Outcome, Payloads, Result,
     StoreError, Submitted, Timings,
 };
@@ -67,6 +67,30 @@ fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<(JobRecord, String)> {
 }
 
 impl SqliteStore {
+    /// Locks `dir` (created if missing) for one server: the lock is held while the answer
+    /// lives, and a second server on the directory is refused.
+    pub fn lock_dir(dir: &Path) -> Result<std::fs::File> {
+        std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+        let path = dir.join("server.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io(format!("opening {}", path.display())))?;
+        match file.try_lock() {
+            Ok(()) => Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Busy(format!(
+                "another server uses the data directory {} (stop it, or give this one another \
+                 --data-dir)",
+                dir.display()
+            ))),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(io(format!("locking {}", path.display()))(e))
+            }
+        }
+    }
+
     /// Opens (or creates) the store under `dir`.
     pub fn open(dir: &Path) -> Result<Self> {
         let payloads = Payloads::open(&dir.join("payloads"))?;
@@ -181,7 +205,7 @@ impl JobStore for SqliteStore {
                 .optional()?;
             if let Some((instance, Some(beat), lease)) = other {
                 let age = now.saturating_sub(beat).max(0) as u64;
-                if instance != node.instance && age < lease as u64 {
+                if !node.sole && instance != node.instance && age < lease as u64 {
                     return Ok(Some((age, lease as u64)));
                 }
             }

@@ -1,0 +1,211 @@
+//! What the service's test binaries share: the `proofline` binary, a server process, its
+//! client, a sealed 2 KiB sector and the request for it, waits, and the test PostgreSQL server.
+
+// Each test binary uses its own part of these.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use proofline_filecoin::c1::AnyC1;
+use proofline_filecoin::porep::{self, SealStatement, SectorInfo};
+use proofline_service::proto::{AwaitProofRequest, ProofKind, SubmitProofRequest};
+
+/// The miner every test sector is sealed for.
+pub const MINER: u64 = 1000;
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_proofline"))
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A server process, killed if the test ends before it stops.
+pub struct Server(pub Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn start(data: &Path, cache: &Path, extra: &[&str]) -> Server {
+    let child = bin()
+        .args(["serve", "--pw", "1", "--data-dir"])
+        .arg(data)
+        .args(extra)
+        .env("FIL_PROOFS_PARAMETER_CACHE", cache)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut server = Server(child);
+    let socket = data.join("proofline.sock");
+    let t = Instant::now();
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        if let Some(status) = server.0.try_wait().unwrap() {
+            let mut e = String::new();
+            std::io::Read::read_to_string(server.0.stderr.as_mut().unwrap(), &mut e).unwrap();
+            panic!("the server ended at start ({status}): {e}");
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no socket after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server
+}
+
+pub fn client(socket: &Path, args: &[&str]) -> Output {
+    bin()
+        .arg("client")
+        .arg("--connect")
+        .arg(format!("unix://{}", socket.display()))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The request `proofline client` sends for a C1 file, built here from the wire page.
+pub fn porep_request(c1_json: &[u8], request_id: &str, sector: u64) -> SubmitProofRequest {
+    use base64::Engine as _;
+    let envelope = serde_json::json!({
+        "SectorNum": sector,
+        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(c1_json),
+        "SectorSize": 2048,
+    });
+    SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        sector_size: 2048,
+        registered_proof: 5, // StackedDrg2KiBV1_1
+        vanilla_proof: serde_json::to_vec(&envelope).unwrap(),
+        sector_number: sector,
+        miner_id: MINER,
+        ..Default::default()
+    }
+}
+
+pub struct Sealed {
+    pub c1_path: PathBuf,
+    pub c1_json: Vec<u8>,
+    pub statement: SealStatement,
+    pub sector: u64,
+}
+
+pub fn seal(dir: &Path, cache: &Path) -> Sealed {
+    let out = dir.join("c1");
+    let o = bin()
+        .args(["filecoin", "seal", "--sector-size", "2KiB", "--miner-id"])
+        .arg(MINER.to_string())
+        .arg("--out")
+        .arg(&out)
+        .env("FIL_PROOFS_PARAMETER_CACHE", cache)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let info: SectorInfo =
+        serde_json::from_slice(&std::fs::read(out.join("sector.json")).unwrap()).unwrap();
+    assert_eq!(info.miner_id, Some(MINER));
+    assert_eq!(info.prover_id().unwrap(), porep::actor_prover_id(MINER));
+    let spec = info.spec().unwrap();
+    let c1 = AnyC1::from_json(&std::fs::read(out.join("c1-raw.json")).unwrap(), 2048).unwrap();
+    let statement = SealStatement::of(
+        &spec.config().unwrap(),
+        &c1,
+        info.prover_id().unwrap(),
+        info.sector_id,
+    );
+    Sealed {
+        c1_path: out.join("c1.json"),
+        c1_json: std::fs::read(out.join("c1.json")).unwrap(),
+        statement,
+        sector: info.sector_id,
+    }
+}
+
+/// Waits for a job to end (at most five minutes).
+pub async fn await_done(
+    c: &mut proofline_service::client::Client,
+    job: &str,
+) -> proofline_service::proto::AwaitProofResponse {
+    c.await_proof(AwaitProofRequest {
+        job_id: job.into(),
+        timeout_ms: 300_000,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+/// Submits `request` and waits for its job to end (at most `timeout_ms`).
+pub async fn submit_and_await(
+    c: &mut proofline_service::client::Client,
+    request: SubmitProofRequest,
+    timeout_ms: u64,
+) -> proofline_service::proto::AwaitProofResponse {
+    let job_id = c.submit_proof(request).await.unwrap().into_inner().job_id;
+    c.await_proof(AwaitProofRequest { job_id, timeout_ms })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// Waits until the server reports a job running.
+pub fn wait_running(socket: &Path) {
+    let t = Instant::now();
+    loop {
+        let o = client(socket, &["status"]);
+        if text(&o).contains("1 running") {
+            return;
+        }
+        assert!(t.elapsed() < Duration::from_secs(120), "{}", text(&o));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The PostgreSQL server `PROOFLINE_TEST_POSTGRES` names (`.ci/run` starts one); `None`, the
+/// skip printed, without one unless CI must have it.
+pub fn test_postgres() -> Option<String> {
+    match std::env::var("PROOFLINE_TEST_POSTGRES") {
+        Ok(url) => Some(url),
+        Err(_) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI must test the PostgreSQL store: PROOFLINE_TEST_POSTGRES is not set"
+            );
+            eprintln!("skipped: PROOFLINE_TEST_POSTGRES is not set (no PostgreSQL server)");
+            None
+        }
+    }
+}
+
+/// A metric's value in a server's Prometheus text (0 when absent).
+pub fn metric(socket: &Path, name: &str) -> f64 {
+    let o = client(socket, &["metrics"]);
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Borrowed arguments.
+pub fn args(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
