@@ -78,17 +78,20 @@ impl SqliteStore {
             .write(true)
             .open(&path)
             .map_err(io(format!("opening {}", path.display())))?;
-        match file.try_lock() {
-            Ok(()) => Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Busy(format!(
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a descriptor this function owns; it touches no memory.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(file);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(StoreError::Busy(format!(
                 "another server uses the data directory {} (stop it, or give this one another \
                  --data-dir)",
                 dir.display()
-            ))),
-            Err(std::fs::TryLockError::Error(e)) => {
-                Err(io(format!("locking {}", path.display()))(e))
-            }
+            )));
         }
+        Err(io(format!("locking {}", path.display()))(e))
     }
 
     /// Opens (or creates) the store under `dir`.
