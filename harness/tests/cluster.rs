@@ -1,20 +1,35 @@
 //! Servers sharing one PostgreSQL store, as real processes on loopback: a second process under
 //! a live node's name is refused; a job submitted to one node that dies (SIGKILL) mid-job is
 //! proven by another once the lease runs out, once, with a proof verify_seal accepts; a
-//! request_id holds across nodes; the nodes ride out dropped database connections; and jobs
-//! submitted to each node are proven by both, each once.
+//! request_id holds across nodes; the nodes ride out a database restart mid-run; a
+//! WinningPoSt submitted behind queued C2 jobs is claimed first; and a load of jobs submitted
+//! to three nodes in turn is proven by all of them, each job once, every proof checked.
 
 use std::process::Command;
 use std::time::Instant;
 
+use proofline_filecoin::filecoin_proofs::PoStType;
 use proofline_service::client::connect;
 use proofline_service::listen::Listen;
+use proofline_service::proto::{AwaitProofRequest, ProofKind};
 
 mod serving;
 use serving::*;
 
-/// Drops every connection to the test database but psql's own, as a database restart would.
-fn drop_database_connections(url: &str) {
+/// Restarts the test database server (the command `PROOFLINE_TEST_POSTGRES_RESTART` names:
+/// `.ci/run` writes one); without one, outside CI, drops every connection to the test database
+/// but psql's own instead, which is what the servers see of a restart.
+fn restart_database(url: &str) {
+    if let Ok(restart) = std::env::var("PROOFLINE_TEST_POSTGRES_RESTART") {
+        let o = Command::new(&restart).output().unwrap();
+        assert!(o.status.success(), "{restart}: {}", text(&o));
+        return;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI must restart the test database: PROOFLINE_TEST_POSTGRES_RESTART is not set"
+    );
+    eprintln!("PROOFLINE_TEST_POSTGRES_RESTART is not set: dropping the connections instead");
     let o = Command::new("psql")
         .arg(url)
         .args(["-v", "ON_ERROR_STOP=1", "-At", "-c"])
@@ -136,15 +151,18 @@ fn servers_on_one_postgresql_share_the_queue_and_take_over_a_dead_ones_jobs() {
     let o = client(&socket_a, &["await", "no-such-job"]);
     assert!(!o.status.success());
     assert!(!text(&o).contains("vanilla_proof"), "{}", text(&o));
-    // The database drops every connection (as when it restarts): the nodes reconnect. Then
-    // jobs submitted to each node in turn are proven by both, each once, every proof checked.
-    drop_database_connections(&url);
-    let sockets = [socket_a.clone(), socket_b.clone()];
-    let claims_before: Vec<f64> = sockets
-        .iter()
-        .map(|s| metric(s, "proofline_claims_total"))
-        .collect();
-    let jobs = 6;
+    // c joins: three nodes.
+    let data_c = dir.path().join("c");
+    let socket_c = data_c.join("proofline.sock");
+    let c = start(&data_c, &cache, &args(&node("c")));
+    let post = post_inputs(&dir.path().join("post"));
+    let sockets = [socket_a.clone(), socket_b.clone(), socket_c.clone()];
+    // Claims, less retries: a job's first claims.
+    let first_claims = |s: &std::path::PathBuf| {
+        metric(s, "proofline_claims_total") - metric(s, "proofline_retries_total")
+    };
+    let claims_before: Vec<f64> = sockets.iter().map(first_claims).collect();
+    let (c2_jobs, post_jobs) = (6, 150);
     rt().block_on(async {
         let mut clients = Vec::new();
         for s in &sockets {
@@ -154,11 +172,13 @@ fn servers_on_one_postgresql_share_the_queue_and_take_over_a_dead_ones_jobs() {
                     .unwrap(),
             );
         }
-        let mut ids = Vec::new();
-        for i in 0..jobs {
+        // C2 jobs submitted to the nodes in turn, more than they run at once, then a
+        // WinningPoSt: it is claimed before the queued C2 jobs and ends before the last of them.
+        let mut c2_ids = Vec::new();
+        for i in 0..c2_jobs {
             let r = porep_request(&sealed.c1_json, &format!("pg-load-{i}"), sealed.sector);
-            ids.push(
-                clients[i % 2]
+            c2_ids.push(
+                clients[i % 3]
                     .submit_proof(r)
                     .await
                     .unwrap()
@@ -166,22 +186,76 @@ fn servers_on_one_postgresql_share_the_queue_and_take_over_a_dead_ones_jobs() {
                     .job_id,
             );
         }
-        for (i, id) in ids.iter().enumerate() {
-            // Awaited on the other node than the one it was submitted to.
-            let r = await_done(&mut clients[(i + 1) % 2], id).await;
+        // The database restarts under the running jobs: the nodes reconnect on their own, and
+        // nothing is lost (a result finished meanwhile is written once the database is back).
+        restart_database(&url);
+        let winning = post.request(ProofKind::WinningPost, "pg-winning", &post.winning);
+        let id = clients[0]
+            .submit_proof(winning)
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        let r = await_done(&mut clients[1], &id).await;
+        assert_eq!(r.status, 1, "{r:?}");
+        assert!(post.verify(PoStType::Winning, &r.proof));
+        let mut unfinished = 0;
+        for id in &c2_ids {
+            let r = clients[2]
+                .await_proof(AwaitProofRequest {
+                    job_id: id.clone(),
+                    timeout_ms: 1,
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            unfinished += usize::from(r.status == 4); // TIMEOUT: queued or running
+        }
+        assert!(unfinished > 0, "every C2 job ended before the WinningPoSt");
+        // A load of small jobs: WinningPoSt submitted to the nodes in turn, each awaited on
+        // another node: every one completed once, with a proof filecoin-proofs accepts.
+        let mut post_ids = Vec::new();
+        for i in 0..post_jobs {
+            let r = post.request(
+                ProofKind::WinningPost,
+                &format!("pg-post-{i}"),
+                &post.winning,
+            );
+            post_ids.push(
+                clients[i % 3]
+                    .submit_proof(r)
+                    .await
+                    .unwrap()
+                    .into_inner()
+                    .job_id,
+            );
+        }
+        for (i, id) in post_ids.iter().enumerate() {
+            let r = await_done(&mut clients[(i + 1) % 3], id).await;
+            assert_eq!(r.status, 1, "{r:?}");
+            assert!(post.verify(PoStType::Winning, &r.proof));
+        }
+        for (i, id) in c2_ids.iter().enumerate() {
+            let r = await_done(&mut clients[(i + 1) % 3], id).await;
             assert_eq!(r.status, 1, "{r:?}");
             assert!(sealed.statement.verify(&r.proof).unwrap());
         }
     });
+    // Each job claimed once for the first time (a job whose lease ran out while the
+    // database restarted is claimed again, as a retry), and the work spread over the nodes.
     let claimed: Vec<f64> = sockets
         .iter()
         .zip(&claims_before)
-        .map(|(s, before)| metric(s, "proofline_claims_total") - before)
+        .map(|(s, before)| first_claims(s) - before)
         .collect();
-    assert_eq!(claimed.iter().sum::<f64>(), jobs as f64, "{claimed:?}");
+    assert_eq!(
+        claimed.iter().sum::<f64>(),
+        (c2_jobs + 1 + post_jobs) as f64,
+        "{claimed:?}"
+    );
     assert!(
         claimed.iter().all(|&n| n >= 1.0),
-        "one node took every job: {claimed:?}"
+        "a node took no job: {claimed:?}"
     );
-    drop((a, b));
+    drop((a, b, c));
 }

@@ -3,20 +3,10 @@
 //! idempotency key, hostile requests, a token, a stale and a live socket, SIGKILL mid-job and a
 //! restart, SIGTERM.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use std::collections::BTreeMap;
-
-use proofline_filecoin::filecoin_proofs::{
-    verify_window_post, verify_winning_post, PoStType, PublicReplicaInfo, SECTOR_SIZE_2_KIB,
-};
-use proofline_filecoin::porep;
-use proofline_filecoin::seal::seal_random_sector;
+use proofline_filecoin::filecoin_proofs::PoStType;
 use proofline_filecoin::snap;
-use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
-use proofline_filecoin::storage_proofs_core::sector::SectorId;
-use proofline_filecoin::{post_config, vanilla_proofs, Tree2KiB};
 use proofline_service::client::{connect, snap_request};
 use proofline_service::listen::Listen;
 use proofline_service::proto::{
@@ -698,92 +688,6 @@ fn porep_c2_through_the_service_verifies_and_bad_requests_are_refused() {
         text(&o)
     );
     assert!(!small.exists());
-}
-
-/// Two 2 KiB sectors sealed for [`MINER`] and their vanilla proofs for one randomness, bincode
-/// as Curio sends them: the first sector's for WinningPoSt, both for a WindowPoSt partition.
-struct PostInputs {
-    randomness: [u8; 32],
-    winning: Vec<Vec<u8>>,
-    window: Vec<Vec<u8>>,
-    public: Vec<(SectorId, PublicReplicaInfo)>,
-}
-
-fn post_inputs(dir: &Path) -> PostInputs {
-    let prover_id = porep::actor_prover_id(MINER);
-    let mut rng = rand::thread_rng();
-    // Three sectors: a WindowPoSt of two partitions at 2 KiB.
-    let sealed: Vec<_> = (0..3)
-        .map(|_| {
-            seal_random_sector::<Tree2KiB>(dir, SECTOR_SIZE_2_KIB, prover_id, &mut rng).unwrap()
-        })
-        .collect();
-    let randomness = porep::field_bytes(&mut rng);
-    let private: Vec<_> = sealed
-        .iter()
-        .map(|s| (s.sector_id, s.private_info().unwrap()))
-        .collect();
-    let encode = |typ, api, sectors: &[_]| -> Vec<Vec<u8>> {
-        let config = post_config(SECTOR_SIZE_2_KIB, typ, api).unwrap();
-        vanilla_proofs::<Tree2KiB>(&config, &randomness, prover_id, sectors)
-            .unwrap()
-            .iter()
-            .map(|p| bincode::serialize(p).unwrap())
-            .collect()
-    };
-    PostInputs {
-        randomness,
-        winning: encode(PoStType::Winning, ApiVersion::V1_0_0, &private[..1]),
-        window: encode(PoStType::Window, ApiVersion::V1_2_0, &private),
-        public: sealed
-            .iter()
-            .map(|s| (s.sector_id, s.public_info().unwrap()))
-            .collect(),
-    }
-}
-
-impl PostInputs {
-    fn request(&self, kind: ProofKind, id: &str, proofs: &[Vec<u8>]) -> SubmitProofRequest {
-        SubmitProofRequest {
-            request_id: id.into(),
-            proof_kind: kind as i32,
-            sector_size: 2048,
-            // StackedDrgWinning2KiBV1; StackedDrgWindow2KiBV1_1 (served as V1_2).
-            registered_proof: if kind == ProofKind::WinningPost {
-                0
-            } else {
-                10
-            },
-            vanilla_proofs: proofs.to_vec(),
-            miner_id: MINER,
-            randomness: self.randomness.to_vec(),
-            ..Default::default()
-        }
-    }
-
-    /// filecoin-proofs' verifier on `proof`.
-    fn verify(&self, typ: PoStType, proof: &[u8]) -> bool {
-        let prover_id = porep::actor_prover_id(MINER);
-        match typ {
-            PoStType::Winning => {
-                let config = post_config(SECTOR_SIZE_2_KIB, typ, ApiVersion::V1_0_0).unwrap();
-                verify_winning_post::<Tree2KiB>(
-                    &config,
-                    &self.randomness,
-                    &self.public[..1],
-                    prover_id,
-                    proof,
-                )
-                .unwrap_or(false)
-            }
-            PoStType::Window => {
-                let config = post_config(SECTOR_SIZE_2_KIB, typ, ApiVersion::V1_2_0).unwrap();
-                let public: BTreeMap<_, _> = self.public.iter().cloned().collect();
-                verify_window_post::<Tree2KiB>(&config, &self.randomness, &public, prover_id, proof)
-                    .unwrap_or(false)
-            }
-        }
-    }
 }
 
 /// The status of a call that must fail.

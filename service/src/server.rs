@@ -672,9 +672,22 @@ fn prove_claimed(shared: &Shared, job: &JobRecord, cancel: &CancelToken, lost: &
     let started = Instant::now();
     let outcome = run_job(shared, job, cancel);
     let ok = matches!(outcome, Outcome::Completed(..));
-    let finished = shared
-        .store()
-        .finish(&job.id, &shared.node.name, job.attempts, outcome);
+    // The database may be away for a moment (restarting): the result is written once it is
+    // back, for as long as the job's lease would hold.
+    let give_up = Instant::now() + Duration::from_millis(shared.node.lease_ms);
+    let finished = loop {
+        let tried =
+            shared
+                .store()
+                .finish(&job.id, &shared.node.name, job.attempts, outcome.clone());
+        match tried {
+            Err(e) if Instant::now() < give_up => {
+                eprintln!("error: recording job {}: {e} (trying again)", job.id);
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            other => break other,
+        }
+    };
     match finished {
         Ok(true) => {
             let (n, name) = if ok {
