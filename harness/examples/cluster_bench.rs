@@ -41,7 +41,7 @@ struct Args {
     /// The working folder (sectors, parameters, the nodes' data and blobs).
     #[arg(long)]
     dir: PathBuf,
-    /// Node counts to measure.
+    /// Node counts to measure (0: none, only a node's death).
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     nodes: Vec<usize>,
     /// Synthesis workers per node.
@@ -217,7 +217,7 @@ fn main() -> Result<()> {
         Ok(())
     };
     let mut figures: Vec<(String, &str, &str, f64)> = Vec::new();
-    for &count in &args.nodes {
+    for &count in args.nodes.iter().filter(|&&n| n > 0) {
         let cluster = Cluster::start(&args, &dir, count)?;
         let (c2, post_rate, c2_share, post_share) = rt.block_on(async {
             let mut clients = cluster.clients().await?;

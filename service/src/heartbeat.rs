@@ -1,7 +1,7 @@
-//! A node's heartbeat: every third of its lease it extends the leases of the jobs it runs,
+//! A node's heartbeat: every third of its lease it extends the leases of the jobs it runs and
 //! stops those it no longer owns (cancelled through another node, or lost when its lease ran
-//! out), and puts any node's run-out jobs back in the queue (or fails them after their last
-//! attempt).
+//! out); more often, it puts any node's run-out jobs back in the queue (or fails them after
+//! their last attempt).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -9,17 +9,25 @@ use std::time::{Duration, Instant};
 use crate::server::{lock, Shared};
 use crate::store::Expired;
 
-/// Beats until the server's stop has waited for its running jobs.
+/// Beats until the server's stop has waited for its running jobs: a heartbeat every third of
+/// the lease, and a look for run-out leases every tenth of it (at most a second apart), so that
+/// a dead node's job goes back to the queue soon after its lease ends.
 pub(crate) fn run(shared: &Shared) {
-    let every = Duration::from_millis((shared.node.lease_ms / 3).max(10));
-    let mut next = Instant::now();
+    let lease = shared.node.lease_ms;
+    let beat_every = Duration::from_millis((lease / 3).max(10));
+    let look_every = Duration::from_millis((lease / 10).clamp(10, 1000));
+    let (mut next_beat, mut next_look) = (Instant::now(), Instant::now());
     while !shared.done.load(Ordering::Acquire) {
-        if Instant::now() < next {
-            std::thread::sleep(Duration::from_millis(20).min(every));
-            continue;
+        let now = Instant::now();
+        if now >= next_beat {
+            next_beat = now + beat_every;
+            beat(shared);
         }
-        next = Instant::now() + every;
-        beat(shared);
+        if now >= next_look {
+            next_look = now + look_every;
+            expire(shared);
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -46,6 +54,9 @@ fn beat(shared: &Shared) {
         }
         Err(e) => eprintln!("error: heartbeat of node {:?}: {e}", shared.node.name),
     }
+}
+
+fn expire(shared: &Shared) {
     let expired = shared.store().expire_leases(shared.max_attempts);
     match expired {
         Ok(expired) if !expired.is_empty() => {
