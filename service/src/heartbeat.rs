@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::server::{lock, Shared};
-use crate::store::Expired;
+use crate::store::{Expired, StoreError};
 
 /// Beats until the server's stop has waited for its running jobs: a heartbeat every third of
 /// the lease, and a look for run-out leases every tenth of it (at most a second apart), so that
@@ -38,7 +38,7 @@ fn beat(shared: &Shared) {
         .iter()
         .map(|(id, r)| (id.clone(), r.attempt))
         .collect();
-    let owned = shared.store().heartbeat(&shared.node);
+    let owned = shared.store().heartbeat(&shared.node, &before);
     match owned {
         Ok(owned) => {
             for (id, attempt) in before {
@@ -50,6 +50,13 @@ fn beat(shared: &Shared) {
                         r.cancel.cancel();
                     }
                 }
+            }
+        }
+        Err(StoreError::Busy(e)) => {
+            // Another process runs under this node's name: these jobs are no longer this one's.
+            eprintln!("error: {e}");
+            for r in lock(&shared.running).values() {
+                r.cancel.cancel();
             }
         }
         Err(e) => eprintln!("error: heartbeat of node {:?}: {e}", shared.node.name),

@@ -39,7 +39,7 @@ use crate::prove::{CancelToken, Prover, ProverOptions};
 use crate::request::{check, Limits};
 use crate::store::{
     now_ms, Cancelled, ClaimFilter, JobRecord, JobState, JobStore, NewJob, Node, Outcome,
-    PgOptions, PgStore, SqliteStore, Submitted,
+    PgOptions, PgStore, SqliteStore, StoreError, Submitted,
 };
 use prover_core::accounting::ledger::Stage;
 
@@ -670,11 +670,29 @@ fn room_for_next(shared: &Shared, slots: usize, post_slots: usize) -> Option<i32
 /// Proves a claimed job and records its outcome, if this attempt still owns it.
 fn prove_claimed(shared: &Shared, job: &JobRecord, cancel: &CancelToken, lost: &AtomicBool) {
     let started = Instant::now();
-    let outcome = run_job(shared, job, cancel);
+    if let Some(outcome) = run_job(shared, job, cancel) {
+        record(shared, job, outcome, started, lost);
+    }
+    {
+        let mut running = lock(&shared.running);
+        if running
+            .get(&job.id)
+            .is_some_and(|r| r.attempt == job.attempts)
+        {
+            running.remove(&job.id);
+        }
+    }
+    shared.ended.notify_waiters();
+    shared.wake_worker();
+}
+
+/// Writes a proven job's outcome, if this attempt still owns the job, and counts it.
+fn record(shared: &Shared, job: &JobRecord, outcome: Outcome, started: Instant, lost: &AtomicBool) {
     let ok = matches!(outcome, Outcome::Completed(..));
     // The database may be away for a moment (restarting): the result is written once it is
     // back, for as long as the job's lease would hold.
     let give_up = Instant::now() + Duration::from_millis(shared.node.lease_ms);
+    let mut retried = false;
     let finished = loop {
         let tried =
             shared
@@ -683,7 +701,18 @@ fn prove_claimed(shared: &Shared, job: &JobRecord, cancel: &CancelToken, lost: &
         match tried {
             Err(e) if Instant::now() < give_up => {
                 eprintln!("error: recording job {}: {e} (trying again)", job.id);
+                retried = true;
                 std::thread::sleep(Duration::from_millis(500));
+            }
+            // A try whose answer was lost may have written it: then it is this attempt's.
+            Ok(false) if retried => {
+                let written = shared.store().get(&job.id).ok().flatten().is_some_and(|j| {
+                    j.state.is_final()
+                        && j.state != JobState::Cancelled
+                        && j.owner.as_deref() == Some(shared.node.name.as_str())
+                        && j.attempts == job.attempts
+                });
+                break Ok(written);
             }
             other => break other,
         }
@@ -722,42 +751,51 @@ fn prove_claimed(shared: &Shared, job: &JobRecord, cancel: &CancelToken, lost: &
     if lost.load(Ordering::Acquire) {
         shared.metrics.lease_lost();
     }
-    {
-        let mut running = lock(&shared.running);
-        if running
-            .get(&job.id)
-            .is_some_and(|r| r.attempt == job.attempts)
-        {
-            running.remove(&job.id);
-        }
-    }
-    shared.ended.notify_waiters();
-    shared.wake_worker();
 }
 
-fn run_job(shared: &Shared, job: &JobRecord, cancel: &CancelToken) -> Outcome {
+/// Proves a claimed job: its outcome, or `None` when the store cannot be read now (the job is
+/// left to its lease, and runs again once it runs out).
+fn run_job(shared: &Shared, job: &JobRecord, cancel: &CancelToken) -> Option<Outcome> {
     let payload = match shared.store().payload(&job.id) {
         Ok(Some(p)) => p,
-        Ok(None) => return Outcome::Failed("the job's payload is missing from the store".into()),
-        Err(e) => return Outcome::Failed(format!("reading the job's payload: {e}")),
+        Ok(None) => {
+            return Some(Outcome::Failed(
+                "the job ended before its payload was read".into(),
+            ))
+        }
+        Err(StoreError::Io { what, source }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Some(Outcome::Failed(format!(
+                "the job's payload is missing ({what}): servers sharing a store need one shared \
+                 --blob-dir"
+            )))
+        }
+        Err(e) => {
+            eprintln!(
+                "error: reading job {}'s payload: {e}; it runs again when its lease runs out",
+                job.id
+            );
+            return None;
+        }
     };
     let accepted = SubmitProofRequest::decode(payload.as_slice())
         .map_err(|e| format!("the stored request does not decode: {e}"))
         .and_then(|req| check(&req, &shared.limits).map_err(|e| e.to_string()));
     let accepted = match accepted {
         Ok(a) => a,
-        Err(e) => return Outcome::Failed(e),
+        Err(e) => return Some(Outcome::Failed(e)),
     };
     drop(payload);
     let prover = &shared.prover;
     // A panic in a proof fails its job, not the server.
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        prover.prove(accepted, cancel)
-    })) {
-        Ok(Ok(proven)) => Outcome::Completed(proven.proof, proven.timings),
-        Ok(Err(reason)) => Outcome::Failed(reason),
-        Err(_) => Outcome::Failed("the prover panicked on this job".into()),
-    }
+    Some(
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            prover.prove(accepted, cancel)
+        })) {
+            Ok(Ok(proven)) => Outcome::Completed(proven.proof, proven.timings),
+            Ok(Err(reason)) => Outcome::Failed(reason),
+            Err(_) => Outcome::Failed("the prover panicked on this job".into()),
+        },
+    )
 }
 
 /// `/metrics` (Prometheus' text format) and `/status` (JSON) over HTTP.
@@ -851,6 +889,9 @@ pub async fn serve(
         failed: AtomicU64::new(0),
         metrics: Metrics::default(),
     });
+    for _ in &expired {
+        shared.metrics.lease_expired();
+    }
     let auth = Auth(options.auth_token.as_deref().map(Arc::from));
     let svc = ProvingEngineServer::new(Service(shared.clone()))
         .max_decoding_message_size(options.max_message_bytes)
@@ -935,7 +976,11 @@ pub async fn serve(
     }
     shared.done.store(true, Ordering::Release);
     let _ = heartbeat_thread.join();
-    // Unfinished jobs go back to the queue now, not when their lease runs out.
+    // Unfinished jobs go back to the queue now, not when their lease runs out; their proving
+    // stops.
+    for r in lock(&shared.running).values() {
+        r.cancel.cancel();
+    }
     if let Err(e) = shared.store().leave(&shared.node) {
         eprintln!("error: leaving the store's nodes: {e}");
     }

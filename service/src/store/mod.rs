@@ -289,10 +289,12 @@ pub trait JobStore: Send {
     /// Claims the next queued job `filter` allows for `node`: the highest priority first, then
     /// the jobs of held circuits, then the oldest. The claim is one attempt with a lease.
     fn claim_next(&mut self, node: &Node, filter: &ClaimFilter) -> Result<Option<JobRecord>>;
-    /// Extends the leases of the running jobs `node` owns and answers them (id and attempt): a
-    /// job the node runs that is not among them was cancelled or lost. An error when another
+    /// Extends the leases of the attempts `node` runs (`running`: id and attempt) that it still
+    /// owns, and answers those: one of `running` not among them was cancelled or lost. A job
+    /// the node owns but no longer runs (its claim's answer or its result lost on the way) is
+    /// not extended: its lease runs out and it goes back to the queue. An error when another
     /// process has taken the node's name.
-    fn heartbeat(&mut self, node: &Node) -> Result<Vec<(String, u32)>>;
+    fn heartbeat(&mut self, node: &Node, running: &[(String, u32)]) -> Result<Vec<(String, u32)>>;
     /// Puts the running jobs whose lease ran out back in the queue, or fails those tried
     /// `max_attempts` times already (their payload removed).
     fn expire_leases(&mut self, max_attempts: u32) -> Result<Vec<Expired>>;

@@ -392,8 +392,10 @@ impl JobStore for PgStore {
         })
     }
 
-    fn heartbeat(&mut self, node: &Node) -> Result<Vec<(String, u32)>> {
+    fn heartbeat(&mut self, node: &Node, running: &[(String, u32)]) -> Result<Vec<(String, u32)>> {
         let node = node.clone();
+        let ids: Vec<String> = running.iter().map(|r| r.0.clone()).collect();
+        let attempts: Vec<i32> = running.iter().map(|r| r.1 as i32).collect();
         self.run(move |rt, pool| {
             rt.block_on(async {
                 let mut tx = pool.begin().await?;
@@ -404,20 +406,36 @@ impl JobStore for PgStore {
                 .bind(&node.name)
                 .bind(&node.instance)
                 .execute(&mut *tx)
-                .await?;
-                if mine.rows_affected() != 1 {
-                    tx.rollback().await?;
-                    return Err(taken(&node));
+                .await;
+                match mine {
+                    Ok(m) if m.rows_affected() == 1 => {}
+                    other => {
+                        // At once: a dropped transaction's rollback waits for the connection's
+                        // next use, holding the node's row.
+                        tx.rollback().await?;
+                        other?;
+                        return Err(taken(&node));
+                    }
                 }
                 let rows = sqlx::query(&format!(
                     "UPDATE proofline_jobs SET lease_until_ms = {NOW} + $2
                      WHERE owner = $1 AND state = 'running'
+                       AND (id, attempts) IN (SELECT * FROM UNNEST($3::TEXT[], $4::INT4[]))
                      RETURNING id, attempts"
                 ))
                 .bind(&node.name)
                 .bind(node.lease_ms as i64)
+                .bind(ids)
+                .bind(attempts)
                 .fetch_all(&mut *tx)
-                .await?;
+                .await;
+                let rows = match rows {
+                    Ok(rows) => rows,
+                    Err(e) => {
+                        tx.rollback().await?;
+                        return Err(e.into());
+                    }
+                };
                 tx.commit().await?;
                 rows.iter()
                     .map(|r| Ok((r.try_get("id")?, r.try_get::<i32, _>("attempts")? as u32)))

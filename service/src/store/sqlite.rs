@@ -256,7 +256,7 @@ impl JobStore for SqliteStore {
         self.get(&id)
     }
 
-    fn heartbeat(&mut self, node: &Node) -> Result<Vec<(String, u32)>> {
+    fn heartbeat(&mut self, node: &Node, running: &[(String, u32)]) -> Result<Vec<(String, u32)>> {
         let now = now_ms() as i64;
         let tx = self.db.transaction()?;
         let mine = tx.execute(
@@ -266,16 +266,17 @@ impl JobStore for SqliteStore {
         if mine != 1 {
             return Err(taken(node));
         }
-        tx.execute(
-            "UPDATE jobs SET lease_until_ms = ?2 WHERE owner = ?1 AND state = 'running'",
-            params![&node.name, now + node.lease_ms as i64],
-        )?;
-        let owned = {
-            let mut q =
-                tx.prepare("SELECT id, attempts FROM jobs WHERE owner = ?1 AND state = 'running'")?;
-            let rows = q.query_map([&node.name], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()?
-        };
+        let mut owned = Vec::new();
+        for (id, attempt) in running {
+            let extended = tx.execute(
+                "UPDATE jobs SET lease_until_ms = ?4
+                 WHERE id = ?1 AND attempts = ?2 AND owner = ?3 AND state = 'running'",
+                params![id, attempt, &node.name, now + node.lease_ms as i64],
+            )?;
+            if extended == 1 {
+                owned.push((id.clone(), *attempt));
+            }
+        }
         tx.commit()?;
         Ok(owned)
     }
