@@ -23,9 +23,8 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Result};
 use clap::Parser;
 use proofline_records::{Provenance, Record};
-use proofline_service::client::{connect, porep_request, Client};
-use proofline_service::listen::Listen;
-use proofline_service::proto::{GetMetricsRequest, GetStatusRequest, PreloadSrsRequest, Priority};
+use proofline_service::client::{porep_request, Client};
+use proofline_service::proto::{GetMetricsRequest, GetStatusRequest, Priority};
 
 mod bench_service;
 use bench_service::*;
@@ -133,16 +132,7 @@ impl Cluster {
     async fn clients(&self) -> Result<Vec<Client>> {
         let mut clients = Vec::new();
         for s in &self.sockets {
-            let mut c = connect(&Listen::Unix(s.clone()), None, 256 << 20)
-                .await
-                .map_err(anyhow::Error::msg)?;
-            for id in ["porep-2k", "winning-2k"] {
-                c.preload_srs(PreloadSrsRequest {
-                    circuit_id: id.into(),
-                })
-                .await?;
-            }
-            clients.push(c);
+            clients.push(warm_client(s).await?);
         }
         Ok(clients)
     }

@@ -23,9 +23,8 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 use clap::Parser;
 use proofline_records::{Peer, Provenance, Record};
-use proofline_service::client::{connect, porep_request};
-use proofline_service::listen::Listen;
-use proofline_service::proto::{AwaitProofRequest, GetMetricsRequest, PreloadSrsRequest, Priority};
+use proofline_service::client::porep_request;
+use proofline_service::proto::{AwaitProofRequest, GetMetricsRequest, Priority};
 
 mod bench_service;
 use bench_service::*;
@@ -163,15 +162,7 @@ fn main() -> Result<()> {
     }
     let rt = tokio::runtime::Runtime::new()?;
     let warm = rt.block_on(async {
-        let mut c = connect(&Listen::Unix(socket.clone()), None, 256 << 20)
-            .await
-            .map_err(anyhow::Error::msg)?;
-        for id in ["porep-2k", "winning-2k"] {
-            c.preload_srs(PreloadSrsRequest {
-                circuit_id: id.into(),
-            })
-            .await?;
-        }
+        let mut c = warm_client(&socket).await?;
         let request = |id: String| {
             porep_request(&c1_json, id, info.sector_id, MINER, Priority::Unspecified)
                 .map_err(anyhow::Error::msg)

@@ -16,8 +16,11 @@ use proofline_filecoin::porep::{self, SealStatement, SectorInfo};
 use proofline_filecoin::seal::seal_random_sector;
 use proofline_filecoin::storage_proofs_core::api_version::ApiVersion;
 use proofline_filecoin::{post_config, vanilla_proofs, Tree2KiB};
-use proofline_service::client::Client;
-use proofline_service::proto::{AwaitProofRequest, ProofKind, SubmitProofRequest};
+use proofline_service::client::{connect, Client};
+use proofline_service::listen::Listen;
+use proofline_service::proto::{
+    AwaitProofRequest, PreloadSrsRequest, ProofKind, SubmitProofRequest,
+};
 
 /// The miner every sector is sealed for.
 pub const MINER: u64 = 1000;
@@ -193,4 +196,19 @@ impl Post {
         );
         Ok(())
     }
+}
+
+/// A client of the server at `socket`, with the 2 KiB PoRep and WinningPoSt parameters
+/// preloaded there.
+pub async fn warm_client(socket: &Path) -> Result<Client> {
+    let mut c = connect(&Listen::Unix(socket.to_path_buf()), None, 256 << 20)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    for id in ["porep-2k", "winning-2k"] {
+        c.preload_srs(PreloadSrsRequest {
+            circuit_id: id.into(),
+        })
+        .await?;
+    }
+    Ok(c)
 }
