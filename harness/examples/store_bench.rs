@@ -46,6 +46,7 @@ fn job(i: usize) -> NewJob {
         circuit: "winning-2KiB".into(),
         priority: 1 + (i % 4) as i32,
         payload,
+        mem_bytes: 0,
         max_queued: None,
     }
 }

@@ -167,6 +167,9 @@ pub struct Prover {
     held: Mutex<HashMap<String, Held>>,
     /// Held while a parameter set loads, so that two jobs of one circuit load it once.
     loading: Mutex<()>,
+    /// One partition's bytes in the budget, by circuit id: learned when its parameters load,
+    /// kept after they are let go.
+    partition_bytes: Mutex<HashMap<String, u64>>,
 }
 
 fn text(e: impl std::fmt::Display) -> String {
@@ -205,6 +208,7 @@ impl Prover {
             admission,
             held: Mutex::new(HashMap::new()),
             loading: Mutex::new(()),
+            partition_bytes: Mutex::new(HashMap::new()),
         })
     }
 
@@ -227,6 +231,22 @@ impl Prover {
         out
     }
 
+    /// The memory budget's capacity in bytes (`None`: no budget).
+    pub fn budget_capacity(&self) -> Option<u64> {
+        self.engine.budget().map(|b| b.capacity())
+    }
+
+    /// The memory `job` needs at once under the budget: its input while parsed
+    /// ([`input_reservation`]) and one partition, where this prover has loaded the circuit's
+    /// parameters once (else the input alone).
+    pub fn estimate(&self, job: &Accepted) -> u64 {
+        let partition = lock(&self.partition_bytes)
+            .get(&Circuit::of(job).id())
+            .copied()
+            .unwrap_or(0);
+        input_reservation(job).saturating_add(partition)
+    }
+
     /// Loads `circuit`'s parameters unless they are held; true if they were.
     pub fn preload(&self, circuit: Circuit) -> Result<bool, String> {
         self.prepared(circuit).map(|(_, held)| held)
@@ -247,11 +267,8 @@ impl Prover {
         let t = Instant::now();
         let (prepared, _) = self.prepared(Circuit::of(&job))?;
         let params_ms = t.elapsed().as_millis() as u64;
-        // Reserved: the payload and its parsed form beside it while it is parsed (a parsed
-        // form is no larger than its payload: a C1 output's is about a quarter of its JSON),
-        // then the parsed form alone (`Admitted::count`).
         let input = self.admission.admit(
-            job.work.payload_bytes().saturating_mul(2),
+            input_reservation(&job),
             self.engine.partition_bytes(&prepared),
             || cancel.check(),
         )?;
@@ -446,6 +463,7 @@ impl Prover {
             .prepare(Arc::new(self.load(circuit)?))
             .map_err(text)?;
         let bytes = prepared.params().heap_bytes() as u64;
+        lock(&self.partition_bytes).insert(id.clone(), self.engine.partition_bytes(&prepared));
         let mut held = lock(&self.held);
         if let Some(budget) = self.options.params_budget {
             while held.values().map(|h| h.bytes).sum::<u64>() + bytes > budget {
@@ -521,6 +539,13 @@ fn post_parameters(
 fn counted(mut input: Admitted, vanilla: Vec<Vec<u8>>) -> Admitted {
     input.count(vanilla_bytes(&vanilla));
     input
+}
+
+/// What a job's input reserves from the budget while it is parsed: the payload and its parsed
+/// form beside it (a parsed form is no larger than its payload: a C1 output's is about a
+/// quarter of its JSON); once parsed, the parsed form alone is kept (`Admitted::count`).
+fn input_reservation(job: &Accepted) -> u64 {
+    job.work.payload_bytes().saturating_mul(2)
 }
 
 /// A parameter set held, prepared on the engine.

@@ -124,6 +124,8 @@ pub(crate) struct Shared {
 pub(crate) struct RunningJob {
     kind: String,
     priority: i32,
+    /// Its memory estimate ([`JobRecord::mem_bytes`]).
+    mem_bytes: u64,
     /// The attempt this node runs.
     pub(crate) attempt: u32,
     pub(crate) cancel: Arc<CancelToken>,
@@ -264,6 +266,7 @@ impl Shared {
                 circuit: Circuit::of(&accepted).id(),
                 priority: accepted.priority as i32,
                 payload: req.encode_to_vec(),
+                mem_bytes: self.prover.estimate(&accepted),
                 max_queued: self.max_queued,
             })
             .map_err(internal)?;
@@ -581,17 +584,7 @@ fn worker(shared: Arc<Shared>, retention: Duration, slots: usize, post_slots: us
             idle(&shared);
             continue;
         };
-        let filter = ClaimFilter {
-            min_priority,
-            held: shared
-                .prover
-                .loaded()
-                .into_iter()
-                .map(|p| p.circuit_id)
-                .collect(),
-            aged_before_ms: now_ms().saturating_sub(HELD_PREFERENCE.as_millis() as u64),
-        };
-        let claimed = shared.store().claim_next(&shared.node, &filter);
+        let claimed = claim(&shared, min_priority);
         let job = match claimed {
             Ok(Some(job)) => job,
             Ok(None) => {
@@ -612,6 +605,7 @@ fn worker(shared: Arc<Shared>, retention: Duration, slots: usize, post_slots: us
             RunningJob {
                 kind: job.kind.clone(),
                 priority: job.priority,
+                mem_bytes: job.mem_bytes,
                 attempt: job.attempts,
                 cancel: cancel.clone(),
                 lost: lost.clone(),
@@ -665,6 +659,54 @@ fn room_for_next(shared: &Shared, slots: usize, post_slots: usize) -> Option<i32
         .copied()
         .max()
         .map(|top| top.saturating_add(1))
+}
+
+/// Claims the next job of priority `min_priority` or above whose memory estimate fits the room
+/// the budget has beside the estimates of the jobs this node runs. WindowPoSt and WinningPoSt
+/// (high and above) are not weighed: their partitions are small and go first at the engine's
+/// next partition boundary. Nor is anything while the node runs nothing: a job larger than the
+/// whole budget is then claimed and fails with admission's reason, rather than wait forever.
+fn claim(shared: &Shared, min_priority: i32) -> Result<Option<JobRecord>, StoreError> {
+    let mut filter = ClaimFilter {
+        min_priority,
+        held: shared
+            .prover
+            .loaded()
+            .into_iter()
+            .map(|p| p.circuit_id)
+            .collect(),
+        aged_before_ms: now_ms().saturating_sub(HELD_PREFERENCE.as_millis() as u64),
+        max_bytes: None,
+    };
+    let high = crate::proto::Priority::High as i32;
+    let committed: Vec<u64> = lock(&shared.running)
+        .values()
+        .map(|r| r.mem_bytes)
+        .collect();
+    let Some(room) = claim_room(shared.prover.budget_capacity(), &committed, min_priority) else {
+        return shared.store().claim_next(&shared.node, &filter);
+    };
+    // PoSt first, unweighed (the order a single claim would give: highest priority first).
+    let post = ClaimFilter {
+        min_priority: high,
+        ..filter.clone()
+    };
+    if let Some(job) = shared.store().claim_next(&shared.node, &post)? {
+        return Ok(Some(job));
+    }
+    filter.max_bytes = Some(room);
+    shared.store().claim_next(&shared.node, &filter)
+}
+
+/// The memory estimate a claim of priority `min_priority` or above may take beside running jobs
+/// of `committed` estimates, under a budget of `capacity` bytes; `None` when nothing is weighed
+/// (no budget, nothing running, or a claim of PoSt only).
+fn claim_room(capacity: Option<u64>, committed: &[u64], min_priority: i32) -> Option<u64> {
+    let capacity = capacity?;
+    if committed.is_empty() || min_priority >= crate::proto::Priority::High as i32 {
+        return None;
+    }
+    Some(capacity.saturating_sub(committed.iter().fold(0u64, |a, &b| a.saturating_add(b))))
 }
 
 /// Proves a claimed job and records its outcome, if this attempt still owns it.
@@ -989,4 +1031,33 @@ pub async fn serve(
     }
     served?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::claim_room;
+    use crate::proto::Priority;
+
+    #[test]
+    fn claims_are_weighed_against_the_room_the_running_jobs_leave() {
+        let normal = Priority::Normal as i32;
+        let gib = 1u64 << 30;
+        // The budget less what the running jobs need.
+        assert_eq!(
+            claim_room(Some(64 * gib), &[20 * gib, 30 * gib], normal),
+            Some(14 * gib)
+        );
+        assert_eq!(
+            claim_room(Some(64 * gib), &[40 * gib, 40 * gib], i32::MIN),
+            Some(0)
+        );
+        assert_eq!(claim_room(Some(64 * gib), &[u64::MAX, 1], normal), Some(0));
+        // Not weighed: no budget, an idle node, or PoSt.
+        assert_eq!(claim_room(None, &[20 * gib], normal), None);
+        assert_eq!(claim_room(Some(64 * gib), &[], normal), None);
+        assert_eq!(
+            claim_room(Some(64 * gib), &[60 * gib], Priority::High as i32),
+            None
+        );
+    }
 }

@@ -107,6 +107,7 @@ on_both_stores!(
     a_heartbeat_keeps_the_leases_of_the_jobs_its_node_still_owns,
     one_name_is_one_live_node_and_a_leaving_node_lets_its_jobs_go,
     claims_prefer_held_circuits_and_keep_slots_for_urgent_work,
+    claims_take_only_jobs_whose_memory_estimate_fits,
 );
 
 /// A node named `name` (a fresh instance) whose claims hold `lease_ms`.
@@ -352,6 +353,7 @@ fn claims_prefer_held_circuits_and_keep_slots_for_urgent_work(place: &Place) {
         min_priority,
         held: vec!["porep-32GiB".into(), "winning-2KiB".into()],
         aged_before_ms,
+        max_bytes: None,
     };
     let mut next = |f: ClaimFilter| store.claim_next(&n, &f).unwrap().map(|j| j.id);
     // A slot kept for PoSt takes the WindowPoSt and nothing else.
@@ -362,6 +364,40 @@ fn claims_prefer_held_circuits_and_keep_slots_for_urgent_work(place: &Place) {
     // ...unless that one has waited long: then it goes in its turn.
     assert_eq!(next(filter(i32::MIN, old.submitted_ms + 1)), Some(old.id));
     assert_eq!(next(filter(i32::MIN, 0)), Some(held2.id));
+}
+
+fn claims_take_only_jobs_whose_memory_estimate_fits(place: &Place) {
+    let mut store = place.open();
+    let mut submit = |id: &str, mem_bytes: u64| {
+        std::thread::sleep(Duration::from_millis(5));
+        new(store
+            .submit(NewJob {
+                mem_bytes,
+                ..job(id, 2, id.as_bytes())
+            })
+            .unwrap())
+    };
+    let big = submit("big", 40 << 30);
+    let small = submit("small", 1 << 30);
+    let huge = submit("huge", u64::MAX);
+    assert_eq!(big.mem_bytes, 40 << 30);
+    // Stored as the largest estimate the column holds.
+    assert_eq!(huge.mem_bytes, i64::MAX as u64);
+    let n = n1();
+    let within = |max_bytes: Option<u64>| ClaimFilter {
+        min_priority: i32::MIN,
+        max_bytes,
+        ..ClaimFilter::default()
+    };
+    let mut next = |f: ClaimFilter| store.claim_next(&n, &f).unwrap().map(|j| j.id);
+    // The older job does not fit: the one that does goes first.
+    assert_eq!(next(within(Some(8 << 30))), Some(small.id));
+    assert_eq!(next(within(Some(8 << 30))), None);
+    // Room for exactly its estimate is room enough; no limit takes anything.
+    assert_eq!(next(within(Some((40 << 30) - 1))), None);
+    assert_eq!(next(within(Some(40 << 30))), Some(big.id));
+    assert_eq!(next(within(Some(40 << 30))), None);
+    assert_eq!(next(within(None)), Some(huge.id));
 }
 
 /// A failure's reason may quote a client's payload, NUL characters included: stored all the
@@ -393,6 +429,7 @@ fn job(request_id: &str, priority: i32, payload: &[u8]) -> NewJob {
         circuit: "winning-2KiB".into(),
         priority,
         payload: payload.to_vec(),
+        mem_bytes: 0,
         max_queued: None,
     }
 }

@@ -116,6 +116,9 @@ pub struct NewJob {
     pub priority: i32,
     /// The request's bytes, kept in a file until the job is admitted.
     pub payload: Vec<u8>,
+    /// The memory it needs at once on a node, in bytes: its input while parsed, and one
+    /// partition where the submitting node knows the circuit's size (0: not estimated).
+    pub mem_bytes: u64,
     /// Jobs queued at most: a new job beyond it is refused ([`Submitted::Full`]).
     pub max_queued: Option<u64>,
 }
@@ -143,6 +146,8 @@ pub struct JobRecord {
     pub owner: Option<String>,
     /// While it runs, when its lease ends (the store's clock, milliseconds since the epoch).
     pub lease_until_ms: Option<u64>,
+    /// The memory it needs at once on a node ([`NewJob::mem_bytes`]).
+    pub mem_bytes: u64,
     /// The proof, once completed.
     pub proof: Option<Vec<u8>>,
     /// Why it failed.
@@ -247,6 +252,8 @@ pub struct ClaimFilter {
     /// Jobs submitted before this time (milliseconds since the epoch) count as held, so that
     /// no job waits behind a stream of another circuit's jobs forever.
     pub aged_before_ms: u64,
+    /// Only jobs whose memory estimate is at most this many bytes (`None`: any).
+    pub max_bytes: Option<u64>,
 }
 
 /// A node as the store sees it.

@@ -53,7 +53,7 @@ pub struct PgStore {
 
 const COLUMNS: &str = "id, request_id, digest, kind, priority, state, attempts, proof, error, \
                        submitted_ms, finished_ms, started_ms, srs_load_ms, synthesis_ms, \
-                       gpu_compute_ms, circuit, owner, lease_until_ms";
+                       gpu_compute_ms, circuit, owner, lease_until_ms, mem_bytes";
 
 fn record(row: &PgRow) -> Result<JobRecord> {
     let digest: Vec<u8> = row.try_get("digest")?;
@@ -84,6 +84,7 @@ fn record(row: &PgRow) -> Result<JobRecord> {
         circuit: row.try_get("circuit")?,
         owner: row.try_get("owner")?,
         lease_until_ms: ms("lease_until_ms")?,
+        mem_bytes: row.try_get::<i64, _>("mem_bytes")?.max(0) as u64,
     })
 }
 
@@ -237,6 +238,8 @@ async fn migrate(pool: &PgPool, schema: Option<&str>) -> Result<()> {
         "ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS circuit TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS owner TEXT",
         "ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS lease_until_ms BIGINT",
+        // And the job's memory estimate.
+        "ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS mem_bytes BIGINT NOT NULL DEFAULT 0",
         "CREATE TABLE IF NOT EXISTS proofline_nodes (
              name TEXT PRIMARY KEY,
              instance TEXT NOT NULL,
@@ -263,8 +266,9 @@ impl JobStore for PgStore {
         let inserted = self.run(move |rt, pool| {
             let sql = format!(
                 "INSERT INTO proofline_jobs
-                     (id, request_id, digest, kind, priority, state, submitted_ms, circuit)
-                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7)
+                     (id, request_id, digest, kind, priority, state, submitted_ms, circuit,
+                      mem_bytes)
+                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8)
                  ON CONFLICT (request_id) DO NOTHING
                  RETURNING {COLUMNS}"
             );
@@ -277,6 +281,7 @@ impl JobStore for PgStore {
                     .bind(job.priority)
                     .bind(now_ms() as i64)
                     .bind(job.circuit)
+                    .bind(job.mem_bytes.min(i64::MAX as u64) as i64)
                     .fetch_optional(pool),
             )?;
             row.as_ref().map(record).transpose()
@@ -371,6 +376,7 @@ impl JobStore for PgStore {
                      lease_until_ms = {NOW} + $3
                  WHERE seq = (
                      SELECT seq FROM proofline_jobs WHERE state = 'queued' AND priority >= $4
+                         AND ($7::BIGINT IS NULL OR mem_bytes <= $7)
                      ORDER BY priority DESC,
                          (circuit = ANY($5) OR submitted_ms < $6) DESC,
                          seq
@@ -386,6 +392,7 @@ impl JobStore for PgStore {
                     .bind(filter.min_priority)
                     .bind(filter.held)
                     .bind(filter.aged_before_ms as i64)
+                    .bind(filter.max_bytes.map(|b| b.min(i64::MAX as u64) as i64))
                     .fetch_optional(pool),
             )?;
             row.as_ref().map(record).transpose()
