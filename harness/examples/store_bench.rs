@@ -16,7 +16,7 @@ use anyhow::{ensure, Result};
 use clap::Parser;
 use proofline_records::{Provenance, Record};
 use proofline_service::store::{
-    ClaimFilter, JobStore, NewJob, Node, PgOptions, PgStore, SqliteStore, Submitted,
+    BlobLocation, ClaimFilter, JobStore, NewJob, Node, PgOptions, PgStore, SqliteStore, Submitted,
 };
 
 #[derive(Parser, Debug)]
@@ -121,7 +121,7 @@ fn main() -> Result<()> {
     let pg = PgOptions {
         url: args.postgres.clone(),
         schema: Some(format!("store_bench_{:08x}", rand::random::<u32>())),
-        blobs: dir.path().join("blobs"),
+        blobs: BlobLocation::Dir(dir.path().join("blobs")),
     };
     let (ids, pg_submits) = fill(&mut PgStore::open(&pg)?, args.jobs)?;
     let claimers = (0..args.claimers)

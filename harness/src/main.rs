@@ -421,7 +421,7 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
             Ok(())
         }
         Cmd::C2(args) => c2(args, &command_line()),
-        Cmd::Serve(args) => harness::serve::serve(args),
+        Cmd::Serve(args) => harness::serve::serve(args, &aws_options()),
         Cmd::Client(args) => harness::serve::client(args),
         Cmd::SnapProve(args) => harness::snap::snap_prove(args),
         Cmd::Synthetic(args) => harness::synthetic::synthetic(args),
@@ -452,4 +452,14 @@ fn run(cmd: Cmd) -> anyhow::Result<()> {
 fn command_line() -> String {
     let args: Vec<String> = std::env::args().skip(1).collect();
     format!("proofline {}", args.join(" "))
+}
+
+/// The S3 settings of `serve --blob-store`: every `AWS_*` environment variable, by its name in
+/// lower case (`aws_access_key_id`, `aws_region`, `aws_endpoint_url`, `aws_allow_http`, ...), as
+/// the object store takes them; others it ignores.
+fn aws_options() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, _)| k.starts_with("AWS_"))
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .collect()
 }

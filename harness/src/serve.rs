@@ -14,7 +14,7 @@ use proofline_service::proto::{
 use proofline_service::prove::ProverOptions;
 use proofline_service::request::Limits;
 use proofline_service::server::{serve as run_server, ServeOptions};
-use proofline_service::store::PgOptions;
+use proofline_service::store::{BlobLocation, PgOptions};
 
 use crate::backend::{open_backend, BackendOptions};
 use crate::commands::ParamsLoad;
@@ -76,7 +76,8 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// `proofline serve`: runs until SIGTERM or SIGINT, then stops as the server's module says.
-pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+/// `blob_options`: the S3 settings of `--blob-store` (option name and value).
+pub fn serve(args: ServeArgs, blob_options: &[(String, String)]) -> anyhow::Result<()> {
     let s = args.settings()?;
     if let Some(dir) = &s.parameter_cache {
         // Read by filecoin-proofs' settings on their first use, which is after this.
@@ -103,7 +104,13 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         store: s.store.clone().map(|url| PgOptions {
             url,
             schema: s.store_schema.clone(),
-            blobs: s.blob_dir.clone(),
+            blobs: match &s.blob_store {
+                Some(url) => BlobLocation::S3 {
+                    url: url.clone(),
+                    options: blob_options.to_vec(),
+                },
+                None => BlobLocation::Dir(s.blob_dir.clone()),
+            },
         }),
         auth_token: s.auth_token_file.as_deref().map(read_token).transpose()?,
         max_message_bytes: usize::try_from(s.max_message_size).context("--max-message-size")?,

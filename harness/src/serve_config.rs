@@ -28,6 +28,8 @@ pub struct ServeFile {
     pub store_schema: Option<String>,
     /// The payload files' directory of a PostgreSQL store.
     pub blob_dir: Option<PathBuf>,
+    /// An S3-compatible bucket for a PostgreSQL store's payloads.
+    pub blob_store: Option<String>,
     /// The bearer token's file.
     pub auth_token_file: Option<PathBuf>,
     /// The largest gRPC message (`256MiB` or bytes).
@@ -122,6 +124,9 @@ pub struct ServeSettings {
     pub store_schema: Option<String>,
     /// The payload files' directory of a PostgreSQL store.
     pub blob_dir: PathBuf,
+    /// An S3-compatible bucket for a PostgreSQL store's payloads (`s3://BUCKET[/PREFIX]`),
+    /// instead of the directory.
+    pub blob_store: Option<String>,
     /// The bearer token's file.
     pub auth_token_file: Option<PathBuf>,
     /// The largest gRPC message.
@@ -195,8 +200,14 @@ pub struct ServeFlags {
     pub store_schema: Option<String>,
     /// Where a PostgreSQL store keeps queued jobs' payloads, one file each: a directory every
     /// server of the store reaches (a shared file system) [default: <data-dir>/payloads].
-    #[arg(long = "blob-dir")]
+    #[arg(long = "blob-dir", conflicts_with = "blob_store")]
     pub blob_dir: Option<PathBuf>,
+    /// Keep a PostgreSQL store's payloads in an S3-compatible bucket instead of --blob-dir:
+    /// `s3://BUCKET[/PREFIX]`, the bucket made beforehand; credentials, region and endpoint
+    /// from the AWS_* environment variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+    /// AWS_REGION, AWS_ENDPOINT_URL, AWS_ALLOW_HTTP=true for a plain-HTTP endpoint).
+    #[arg(long = "blob-store")]
+    pub blob_store: Option<String>,
     /// A file holding the bearer token every call must carry (Curio sends none: with Curio,
     /// listen on the socket or a private address instead).
     #[arg(long = "auth-token-file")]
@@ -330,6 +341,7 @@ impl ServeSettings {
                 .blob_dir
                 .or(file.blob_dir)
                 .unwrap_or_else(|| data_dir.join("payloads")),
+            blob_store: flags.blob_store.or(file.blob_store),
             data_dir,
             auth_token_file: flags.auth_token_file.or(file.auth_token_file),
             max_message_size: size(
@@ -379,6 +391,19 @@ impl ServeSettings {
             self.store.is_some() || self.store_schema.is_none(),
             "--store-schema (or store-schema in the config file) is for a PostgreSQL --store"
         );
+        if let Some(url) = &self.blob_store {
+            anyhow::ensure!(
+                self.store.is_some(),
+                "--blob-store (or blob-store in the config file) is for a PostgreSQL --store (the \
+                 embedded store keeps payloads in its data directory)"
+            );
+            let bucket = url.strip_prefix("s3://").map(|r| r.split('/').next());
+            anyhow::ensure!(
+                bucket.is_some_and(|b| b.is_some_and(|b| !b.is_empty())),
+                "--blob-store (or blob-store in the config file): {url:?} is not \
+                 s3://BUCKET[/PREFIX]"
+            );
+        }
         if let Some(url) = &self.store {
             anyhow::ensure!(
                 url.starts_with("postgres://") || url.starts_with("postgresql://"),
@@ -558,5 +583,32 @@ mod tests {
         let s = ServeSettings::resolve(ServeFlags::default(), file).unwrap();
         assert_eq!(s.store.as_deref(), Some("postgres://p@db/jobs"));
         assert_eq!(s.blob_dir, PathBuf::from("/d/payloads"));
+        assert_eq!(s.blob_store, None);
+    }
+
+    #[test]
+    fn a_blob_store_is_an_s3_url_beside_a_postgres_store() {
+        for (text, key) in [
+            ("data-dir = \"/d\"\nblob-store = \"s3://b/p\"", "PostgreSQL"),
+            (
+                "data-dir = \"/d\"\nstore = \"postgres://p@db/j\"\nblob-store = \"/mnt/b\"",
+                "s3://BUCKET",
+            ),
+            (
+                "data-dir = \"/d\"\nstore = \"postgres://p@db/j\"\nblob-store = \"s3:///p\"",
+                "s3://BUCKET",
+            ),
+        ] {
+            let e = ServeFile::parse(text)
+                .and_then(|f| ServeSettings::resolve(ServeFlags::default(), f))
+                .unwrap_err();
+            assert!(format!("{e:#}").contains(key), "{text}: {e:#}");
+        }
+        let file = ServeFile::parse(
+            "data-dir = \"/d\"\nstore = \"postgres://p@db/j\"\nblob-store = \"s3://b/p\"",
+        )
+        .unwrap();
+        let s = ServeSettings::resolve(ServeFlags::default(), file).unwrap();
+        assert_eq!(s.blob_store.as_deref(), Some("s3://b/p"));
     }
 }

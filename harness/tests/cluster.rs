@@ -3,7 +3,9 @@
 //! proven by another once the lease runs out, once, with a proof verify_seal accepts; a
 //! request_id holds across nodes; the nodes ride out a database restart mid-run; a
 //! WinningPoSt submitted behind queued C2 jobs is claimed first; and a load of jobs submitted
-//! to three nodes in turn is proven by all of them, each job once, every proof checked.
+//! to three nodes in turn is proven by all of them, each job once, every proof checked. The
+//! payloads are in the S3-compatible bucket `PROOFLINE_TEST_S3` names (`http://HOST:PORT/BUCKET`;
+//! required with `CI=true`), else in one blob directory.
 
 use std::process::Command;
 use std::time::Instant;
@@ -56,25 +58,54 @@ fn servers_on_one_postgresql_share_the_queue_and_take_over_a_dead_ones_jobs() {
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &cache);
     let sealed = seal(dir.path(), &cache);
     // Two nodes, each with its own data directory (its socket), one database schema and one
-    // blob directory; leases of 2 s.
+    // bucket prefix (or blob directory); leases of 2 s.
     let schema = format!("svc_{:08x}", rand::random::<u32>());
-    let blobs = dir.path().join("blobs");
-    let node = |name: &str| -> Vec<String> {
-        [
-            "--store",
-            url.as_str(),
-            "--store-schema",
-            &schema,
-            "--blob-dir",
-            blobs.to_str().unwrap(),
-            "--node-id",
-            name,
-            "--lease-seconds",
-            "2",
-        ]
-        .map(String::from)
-        .to_vec()
+    let blobs = match s3_bucket() {
+        Some((endpoint, bucket)) => {
+            // The nodes read their S3 settings from these, as a provider's would.
+            for (k, v) in [
+                ("AWS_ENDPOINT_URL", endpoint.as_str()),
+                ("AWS_ALLOW_HTTP", "true"),
+                ("AWS_REGION", "us-east-1"),
+                ("AWS_ACCESS_KEY_ID", "proofline-test"),
+                ("AWS_SECRET_ACCESS_KEY", "proofline-test"),
+            ] {
+                std::env::set_var(k, v);
+            }
+            [
+                "--blob-store".to_string(),
+                format!("s3://{bucket}/{schema}"),
+            ]
+        }
+        None => [
+            "--blob-dir".to_string(),
+            dir.path().join("blobs").to_str().unwrap().to_string(),
+        ],
     };
+    let node = |name: &str| -> Vec<String> {
+        let mut args: Vec<String> = ["--store", url.as_str(), "--store-schema", &schema]
+            .map(String::from)
+            .to_vec();
+        args.extend(blobs.iter().cloned());
+        args.extend(["--node-id", name, "--lease-seconds", "2"].map(String::from));
+        args
+    };
+    if blobs[0] == "--blob-store" {
+        // A bucket that is not there stops the server at start, naming it.
+        let o = bin()
+            .args(["serve", "--data-dir"])
+            .arg(dir.path().join("no-bucket"))
+            .args(["--store", &url, "--store-schema", &schema])
+            .args(["--blob-store", "s3://proofline-no-such-bucket/x"])
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        assert!(
+            text(&o).contains("s3://proofline-no-such-bucket/x"),
+            "{}",
+            text(&o)
+        );
+    }
     let (data_a, data_b) = (dir.path().join("a"), dir.path().join("b"));
     let (socket_a, socket_b) = (data_a.join("proofline.sock"), data_b.join("proofline.sock"));
     let mut a = start(&data_a, &cache, &args(&node("a")));

@@ -805,10 +805,10 @@ fn run_job(shared: &Shared, job: &JobRecord, cancel: &CancelToken) -> Option<Out
                 "the job ended before its payload was read".into(),
             ))
         }
-        Err(StoreError::Io { what, source }) if source.kind() == std::io::ErrorKind::NotFound => {
+        Err(StoreError::MissingPayload(what)) => {
             return Some(Outcome::Failed(format!(
                 "the job's payload is missing ({what}): servers sharing a store need one shared \
-                 --blob-dir"
+                 --blob-dir or --blob-store"
             )))
         }
         Err(e) => {
@@ -822,10 +822,18 @@ fn run_job(shared: &Shared, job: &JobRecord, cancel: &CancelToken) -> Option<Out
     let accepted = SubmitProofRequest::decode(payload.as_slice())
         .map_err(|e| format!("the stored request does not decode: {e}"))
         .and_then(|req| check(&req, &shared.limits).map_err(|e| e.to_string()));
-    let accepted = match accepted {
+    let mut accepted = match accepted {
         Ok(a) => a,
         Err(e) => return Some(Outcome::Failed(e)),
     };
+    // A payload is stored once per digest of its proof-relevant fields: the blob may be another
+    // request's with the same proof, so the job's own priority is the stored one.
+    if let Some(p) = crate::proto::Priority::try_from(job.priority)
+        .ok()
+        .filter(|p| *p != crate::proto::Priority::Unspecified)
+    {
+        accepted.priority = p;
+    }
     drop(payload);
     let prover = &shared.prover;
     // A panic in a proof fails its job, not the server.

@@ -1,18 +1,21 @@
 //! The job store keeps what it accepted across a reopen, treats `request_id` as an idempotency
 //! key, hands out the highest priority first (oldest first among equals), never lets a
 //! cancelled job's result in, and gives each claim a lease: a run-out lease requeues the job (or
-//! fails it after its last attempt) and fences the old attempt's result out. Every test runs on
-//! both stores, SQLite and PostgreSQL (the server
-//! `PROOFLINE_TEST_POSTGRES` names, a schema of its own per test; with `CI=true` a missing
-//! server fails the PostgreSQL tests instead of skipping them).
+//! fails it after its last attempt) and fences the old attempt's result out; a payload is one
+//! blob per digest, kept while a job that has not ended needs it. Every test runs on both
+//! stores, SQLite and PostgreSQL (the server `PROOFLINE_TEST_POSTGRES` names, a schema of its
+//! own per test), and on PostgreSQL with its payloads in an S3-compatible bucket (the endpoint
+//! and bucket `PROOFLINE_TEST_S3` names, `http://HOST:PORT/BUCKET`, a prefix of its own per
+//! test); with `CI=true` a missing server fails those tests instead of skipping them.
 
 use std::path::PathBuf;
 
 use std::time::Duration;
 
+use proofline_service::store::blobs::{self, blob_key};
 use proofline_service::store::{
-    Cancelled, ClaimFilter, JobRecord, JobState, JobStore, NewJob, Node, Outcome, PgOptions,
-    PgStore, SqliteStore, StoreError, Submitted, Timings,
+    BlobLocation, Cancelled, ClaimFilter, JobRecord, JobState, JobStore, NewJob, Node, Outcome,
+    PgOptions, PgStore, SqliteStore, StoreError, Submitted, Timings,
 };
 
 /// Where one test's store lives: a temporary directory (SQLite's database and payloads, or
@@ -32,15 +35,7 @@ impl Place {
 
     /// `None` (the skip printed) without a server, unless CI must have one.
     fn postgres(test: &str) -> Option<Self> {
-        let Ok(url) = std::env::var("PROOFLINE_TEST_POSTGRES") else {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI must test the PostgreSQL store: PROOFLINE_TEST_POSTGRES is not set (.ci/run \
-                 starts a server and sets it)"
-            );
-            eprintln!("skipped: PROOFLINE_TEST_POSTGRES is not set (no PostgreSQL server)");
-            return None;
-        };
+        let url = server("PROOFLINE_TEST_POSTGRES", "a PostgreSQL server")?;
         let dir = tempfile::tempdir().unwrap();
         // A schema name is at most 63 bytes.
         let schema = format!(
@@ -48,7 +43,7 @@ impl Place {
             &test[..test.len().min(40)],
             rand::random::<u32>()
         );
-        let blobs = dir.path().join("payloads");
+        let blobs = BlobLocation::Dir(dir.path().join("payloads"));
         Some(Place {
             dir,
             pg: Some(PgOptions {
@@ -57,6 +52,30 @@ impl Place {
                 blobs,
             }),
         })
+    }
+
+    /// PostgreSQL with its payloads in the S3-compatible bucket `PROOFLINE_TEST_S3` names,
+    /// under a prefix of this test's own.
+    fn postgres_s3(test: &str) -> Option<Self> {
+        let mut place = Place::postgres(test)?;
+        let bucket = s3_bucket()?;
+        let pg = place.pg.as_mut().unwrap();
+        pg.blobs = bucket.at(pg.schema.as_deref().unwrap());
+        Some(place)
+    }
+
+    /// The store's blobs, opened beside it.
+    fn blobs(&self) -> Box<dyn blobs::Blobs> {
+        let location = match &self.pg {
+            None => BlobLocation::Dir(self.payloads()),
+            Some(pg) => pg.blobs.clone(),
+        };
+        blobs::open(&location).unwrap()
+    }
+
+    /// Whether the blob of `job`'s payload is there.
+    fn has_blob(&self, job: &JobRecord) -> bool {
+        self.blobs().exists(&blob_key(&job.digest)).unwrap()
     }
 
     /// The store, opened (again).
@@ -73,7 +92,66 @@ impl Place {
     }
 }
 
-/// Runs each test function on both stores: `name::sqlite` and `name::postgres`.
+/// The server an environment variable names, or `None` (the skip printed) unless CI must have
+/// it.
+fn server(var: &str, what: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) => Some(v),
+        Err(_) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI must test with {what}: {var} is not set (.ci/run starts one and sets it)"
+            );
+            eprintln!("skipped: {var} is not set (no {what})");
+            None
+        }
+    }
+}
+
+/// The S3-compatible endpoint and bucket of `PROOFLINE_TEST_S3` (`http://HOST:PORT/BUCKET`).
+struct S3Bucket {
+    endpoint: String,
+    bucket: String,
+}
+
+fn s3_bucket() -> Option<S3Bucket> {
+    let url = server("PROOFLINE_TEST_S3", "an S3-compatible server")?;
+    let (endpoint, bucket) = url
+        .rsplit_once('/')
+        .filter(|(e, b)| e.starts_with("http") && !b.is_empty())
+        .unwrap_or_else(|| panic!("PROOFLINE_TEST_S3={url:?}: expected http://HOST:PORT/BUCKET"));
+    Some(S3Bucket {
+        endpoint: endpoint.into(),
+        bucket: bucket.into(),
+    })
+}
+
+impl S3Bucket {
+    /// Blobs under `prefix` of the bucket (named `bucket`), with the test server's settings.
+    fn location(&self, bucket: &str, prefix: &str) -> BlobLocation {
+        let options = [
+            ("aws_endpoint", self.endpoint.as_str()),
+            ("aws_allow_http", "true"),
+            ("aws_region", "us-east-1"),
+            ("aws_access_key_id", "proofline-test"),
+            ("aws_secret_access_key", "proofline-test"),
+        ];
+        BlobLocation::S3 {
+            url: format!("s3://{bucket}/{prefix}"),
+            options: options
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    fn at(&self, prefix: &str) -> BlobLocation {
+        self.location(&self.bucket, prefix)
+    }
+}
+
+/// Runs each test function on both stores: `name::sqlite`, `name::postgres`, and
+/// `name::postgres_s3` (payloads in a bucket).
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
         $(
@@ -86,6 +164,13 @@ macro_rules! on_both_stores {
                 #[test]
                 fn postgres() {
                     if let Some(place) = super::Place::postgres(stringify!($name)) {
+                        super::$name(&place);
+                    }
+                }
+
+                #[test]
+                fn postgres_s3() {
+                    if let Some(place) = super::Place::postgres_s3(stringify!($name)) {
                         super::$name(&place);
                     }
                 }
@@ -108,6 +193,7 @@ on_both_stores!(
     one_name_is_one_live_node_and_a_leaving_node_lets_its_jobs_go,
     claims_prefer_held_circuits_and_keep_slots_for_urgent_work,
     claims_take_only_jobs_whose_memory_estimate_fits,
+    a_payload_is_one_blob_kept_while_a_live_job_needs_it,
 );
 
 /// A node named `name` (a fresh instance) whose claims hold `lease_ms`.
@@ -148,7 +234,19 @@ fn claim(store: &mut Box<dyn JobStore>) -> Option<JobRecord> {
 
 /// Ends `job` (as claimed by [`n1`]).
 fn finish(store: &mut Box<dyn JobStore>, job: &JobRecord, outcome: Outcome) -> bool {
-    store.finish(&job.id, "n1", job.attempts, outcome).unwrap()
+    finish_as(store, &n1(), job, outcome)
+}
+
+/// Finishes `job` as `node`.
+fn finish_as(
+    store: &mut Box<dyn JobStore>,
+    node: &Node,
+    job: &JobRecord,
+    outcome: Outcome,
+) -> bool {
+    store
+        .finish(&job.id, &node.name, job.attempts, outcome)
+        .unwrap()
 }
 
 fn proof(byte: u8) -> Outcome {
@@ -587,7 +685,55 @@ fn ended_jobs_are_purged_after_retention_and_queued_ones_kept(place: &Place) {
     assert_eq!(store.purge_ended_before(later).unwrap(), 1);
     assert_eq!(store.get(&a.id).unwrap(), None);
     assert!(store.get(&b.id).unwrap().is_some());
-    assert_eq!(std::fs::read_dir(place.payloads()).unwrap().count(), 1);
+    assert!(!place.has_blob(&a));
+    assert!(place.has_blob(&b));
+    // A blob no row points at (its server died before the row) goes at the purge after it was
+    // written, not before; the blob of a job still queued stays.
+    let stray = job("stray", 2, b"stray");
+    let key = blob_key(&stray.digest);
+    place
+        .blobs()
+        .put(&key, std::sync::Arc::new(b"stray".to_vec()))
+        .unwrap();
+    store.purge_ended_before(0).unwrap();
+    assert!(place.blobs().exists(&key).unwrap());
+    // Past the second an object store's times are rounded to.
+    std::thread::sleep(Duration::from_millis(1100));
+    let later = proofline_service::store::now_ms();
+    assert_eq!(store.purge_ended_before(later).unwrap(), 0);
+    assert!(!place.blobs().exists(&key).unwrap());
+    assert!(place.has_blob(&b));
+    assert_eq!(store.payload(&b.id).unwrap().unwrap(), b"b");
+}
+
+fn a_payload_is_one_blob_kept_while_a_live_job_needs_it(place: &Place) {
+    let mut store = place.open();
+    // Two requests of one digest (the same proof asked twice), and another.
+    let a = new(store.submit(job("a", 2, b"same")).unwrap());
+    let b = new(store.submit(job("b", 3, b"same")).unwrap());
+    let c = new(store.submit(job("c", 2, b"other")).unwrap());
+    assert_eq!(a.digest, b.digest);
+    assert!(place.has_blob(&a) && place.has_blob(&c));
+    // b first (its priority); its end leaves the blob a still needs.
+    let claimed = claim(&mut store).unwrap();
+    assert_eq!(claimed.id, b.id);
+    assert!(finish(&mut store, &claimed, proof(1)));
+    assert!(place.has_blob(&a));
+    assert_eq!(store.payload(&a.id).unwrap().unwrap(), b"same");
+    assert_eq!(store.payload(&b.id).unwrap(), None);
+    // Its twin: the last job of the digest ends, and the blob goes.
+    assert_eq!(store.cancel(&a.id).unwrap(), Cancelled::WasQueued);
+    assert!(!place.has_blob(&a));
+    assert!(place.has_blob(&c));
+    // A live job whose blob is gone says so, naming where it looked.
+    place.blobs().delete(&blob_key(&c.digest)).unwrap();
+    match store.payload(&c.id) {
+        Err(StoreError::MissingPayload(what)) => assert!(what.contains(&c.id), "{what}"),
+        other => panic!("{other:?}"),
+    }
+    // The same payload again after its jobs ended is written again.
+    let d = new(store.submit(job("d", 2, b"same")).unwrap());
+    assert_eq!(store.payload(&d.id).unwrap().unwrap(), b"same");
 }
 
 #[test]
@@ -673,4 +819,89 @@ fn postgres_claimers_take_each_job_once() {
         assert!(mine.windows(2).all(|w| w[0].0 >= w[1].0), "{mine:?}");
     }
     assert!(claim(&mut store).is_none());
+}
+
+/// Four servers submit and end jobs of one payload at once: every job's payload is there until
+/// it ends (a submit never lands between another server's look for live jobs and its removal of
+/// the blob), and once every job has ended the blob is gone.
+#[test]
+fn postgres_servers_submitting_and_ending_one_payload_never_lose_its_blob() {
+    let Some(place) = Place::postgres("one_payload") else {
+        return;
+    };
+    let rounds = 100;
+    let ended: Vec<usize> = std::thread::scope(|s| {
+        let servers: Vec<_> = (0..4)
+            .map(|server| {
+                let mut store = place.open();
+                let node = Node {
+                    name: format!("server-{server}"),
+                    ..n1()
+                };
+                s.spawn(move || {
+                    let mut ended = 0;
+                    for round in 0..rounds {
+                        let request = format!("s{server}-r{round}");
+                        let submitted = new(store.submit(job(&request, 2, b"shared")).unwrap());
+                        // Whichever job comes next, its payload must be readable now.
+                        let Some(next) = claim_as(&mut store, &node) else {
+                            continue;
+                        };
+                        let payload = store.payload(&next.id);
+                        assert_eq!(
+                            payload.unwrap().as_deref(),
+                            Some(&b"shared"[..]),
+                            "job {} of {request} (submitted {})",
+                            next.id,
+                            submitted.id
+                        );
+                        assert!(finish_as(&mut store, &node, &next, proof(1)));
+                        ended += 1;
+                    }
+                    // What is left queued ends too.
+                    while let Some(next) = claim_as(&mut store, &node) {
+                        assert_eq!(store.payload(&next.id).unwrap().unwrap(), b"shared");
+                        assert!(finish_as(&mut store, &node, &next, proof(1)));
+                        ended += 1;
+                    }
+                    ended
+                })
+            })
+            .collect();
+        servers.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    assert_eq!(ended.iter().sum::<usize>(), 4 * rounds);
+    let digest = job("x", 2, b"shared").digest;
+    assert!(!place.blobs().exists(&blob_key(&digest)).unwrap());
+}
+
+/// The S3 blob store keeps what it is given, and a bucket that is not there is refused when
+/// the store opens, naming it.
+#[test]
+fn an_s3_blob_store_keeps_blobs_and_refuses_a_missing_bucket() {
+    let Some(bucket) = s3_bucket() else {
+        return;
+    };
+    let prefix = format!("blobs-{:08x}", rand::random::<u32>());
+    let blobs = blobs::open(&bucket.at(&prefix)).unwrap();
+    let payload: Vec<u8> = (0..3 << 20).map(|_| rand::random::<u8>()).collect();
+    assert!(!blobs.exists("k.bin").unwrap());
+    assert_eq!(blobs.get("k.bin").unwrap(), None);
+    blobs
+        .put("k.bin", std::sync::Arc::new(payload.clone()))
+        .unwrap();
+    assert!(blobs.exists("k.bin").unwrap());
+    assert_eq!(blobs.get("k.bin").unwrap().unwrap(), payload);
+    blobs.delete("k.bin").unwrap();
+    assert!(!blobs.exists("k.bin").unwrap());
+    // Gone already: not an error.
+    blobs.delete("k.bin").unwrap();
+    let missing = bucket.location("proofline-no-such-bucket", &prefix);
+    let e = blobs::open(&missing)
+        .err()
+        .expect("a missing bucket opened");
+    assert!(
+        e.to_string().contains("s3://proofline-no-such-bucket"),
+        "{e}"
+    );
 }

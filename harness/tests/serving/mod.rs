@@ -204,6 +204,24 @@ pub fn test_postgres() -> Option<String> {
     }
 }
 
+/// The S3-compatible endpoint and bucket `PROOFLINE_TEST_S3` names (`http://HOST:PORT/BUCKET`),
+/// or `None` (the skip printed) unless CI must have one.
+pub fn s3_bucket() -> Option<(String, String)> {
+    let Ok(url) = std::env::var("PROOFLINE_TEST_S3") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI must test the S3 blob store: PROOFLINE_TEST_S3 is not set"
+        );
+        eprintln!("PROOFLINE_TEST_S3 is not set (no S3-compatible server): a blob directory");
+        return None;
+    };
+    let (endpoint, bucket) = url
+        .rsplit_once('/')
+        .filter(|(e, b)| e.starts_with("http") && !b.is_empty())
+        .unwrap_or_else(|| panic!("PROOFLINE_TEST_S3={url:?}: expected http://HOST:PORT/BUCKET"));
+    Some((endpoint.to_string(), bucket.to_string()))
+}
+
 /// A metric's value in a server's Prometheus text (0 when absent).
 pub fn metric(socket: &Path, name: &str) -> f64 {
     let o = client(socket, &["metrics"]);

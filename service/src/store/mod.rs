@@ -1,9 +1,12 @@
 //! The job store: every accepted job, written (its payload included) before `SubmitProof`
 //! answers, so that nothing accepted is lost to a restart. [`JobStore`] is the interface a
 //! server uses. Two stores implement it: [`SqliteStore`] keeps jobs in an SQLite database under
-//! the data directory (the default), [`PgStore`] in a PostgreSQL table; both keep each payload
-//! in a file of their own directory (`payloads/<job id>.bin`, synced before the row is
-//! written), so that a queued job's payload stays on disk until its turn.
+//! the data directory (the default), [`PgStore`] in a PostgreSQL table. Payloads are never in a
+//! row: each is a blob named by its digest ([`blobs`]: the embedded store's `payloads/`
+//! directory; a directory shared by the servers of a PostgreSQL store, or an S3-compatible
+//! bucket), written whole before the row that points at it and removed once no job that has not
+//! ended needs it, so that a queued job's payload is kept until its turn and stored once however
+//! many jobs carry it.
 //!
 //! `request_id` is an idempotency key: the same id with the same payload digest returns the
 //! job already stored (queued, running or finished); the same id with another digest is
@@ -17,15 +20,16 @@
 //! the job's current attempt ([`JobStore::finish`]), so a node that lost a job cannot overwrite
 //! a newer attempt's result.
 
-mod payloads;
+pub mod blobs;
+mod on_thread;
 mod postgres;
 mod sqlite;
 
+pub use blobs::BlobLocation;
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::SqliteStore;
 
-use payloads::Payloads;
-
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A store failure (the database or a payload file).
@@ -45,6 +49,12 @@ pub enum StoreError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The blob store (an S3-compatible bucket).
+    #[error("{0}")]
+    Blob(String),
+    /// A live job's payload blob is not there.
+    #[error("{0}")]
+    MissingPayload(String),
     /// The store cannot be used now: another server holds it, or its server does not answer.
     #[error("job store: {0}")]
     Busy(String),
@@ -357,6 +367,32 @@ fn lost_reason(owner: &str, attempts: u32) -> String {
     )
 }
 
+/// A new job id: the time, the payload digest's first bytes, a counter (unique in a process)
+/// and a random part (unique across the servers sharing a store).
+fn new_id(digest: &[u8; 32]) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let salt: u32 = rand::random();
+    format!("{}-{}-{n}-{salt:08x}", now_ms(), hex(&digest[..6]))
+}
+
+/// The payload of `job` while it has not ended (an ended job's may be gone); a live job's
+/// missing blob is [`StoreError::MissingPayload`].
+fn payload_of_live(blobs: &dyn blobs::Blobs, job: Option<JobRecord>) -> Result<Option<Vec<u8>>> {
+    let Some(job) = job.filter(|j| !j.state.is_final()) else {
+        return Ok(None);
+    };
+    let key = blobs::blob_key(&job.digest);
+    match blobs.get(&key)? {
+        Some(p) => Ok(Some(p)),
+        None => Err(StoreError::MissingPayload(format!(
+            "{} has no blob {key} for job {}",
+            blobs.location(),
+            job.id
+        ))),
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -431,13 +467,13 @@ fn join_with<S: JobStore + ?Sized>(
 
 /// The rules around a store's lease expiry: `expired` lists the running jobs whose lease ran
 /// out, `end` puts one back in the queue (`None`) or fails it (`Some(reason)`), fenced by its
-/// attempt, true if it did; `payloads` lets a failed job's payload go.
+/// attempt, true if it did; `release` lets a failed job's payload go.
 fn expire_with<S: ?Sized>(
     store: &mut S,
     max_attempts: u32,
     expired: impl FnOnce(&mut S) -> Result<Vec<(String, String, u32)>>,
     mut end: impl FnMut(&mut S, &str, u32, Option<String>) -> Result<bool>,
-    payloads: impl Fn(&S) -> &Payloads,
+    release: impl Fn(&S, &str),
 ) -> Result<Vec<Expired>> {
     let mut out = Vec::new();
     for (id, owner, attempts) in expired(store)? {
@@ -445,7 +481,7 @@ fn expire_with<S: ?Sized>(
         let reason = (!requeued).then(|| lost_reason(&owner, attempts));
         if end(store, &id, attempts, reason)? {
             if !requeued {
-                payloads(store).remove(&id);
+                release(store, &id);
             }
             out.push(Expired {
                 id,

@@ -1,6 +1,6 @@
 //! The job store on a PostgreSQL server ([`PgStore`]): the same jobs, states and rules as the
-//! embedded store, in a table any number of servers can reach, with each payload in a file of a
-//! blob directory beside it (synced before the row that points at it is written). Claims take
+//! embedded store, in a table any number of servers can reach, with each payload a blob in a
+//! directory or bucket they all reach (written whole before the row that points at it). Claims take
 //! the highest priority, then the oldest, in one statement with `FOR UPDATE SKIP LOCKED`, so
 //! that two claimers never take one job; `request_id` is one unique key of the table.
 //!
@@ -12,17 +12,18 @@
 //! embedded store's: each runs on the store's own thread and runtime, so that a call from an
 //! asynchronous handler never starts a runtime inside another.
 
-use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::mpsc;
+use std::sync::Arc;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::{Connection, Row};
 
+use super::blobs::{self, blob_key, BlobLocation, Blobs};
+use super::on_thread::OnThread;
 use super::{
-    before_insert, cancel_with, expire_with, io, join_with, now_ms, resent, taken, Cancelled,
-    ClaimFilter, Expired, JobRecord, JobState, JobStore, NewJob, Node, NodeRecord, Outcome,
-    Payloads, Result, StoreError, Submitted, Timings,
+    before_insert, cancel_with, expire_with, join_with, new_id, now_ms, payload_of_live, resent,
+    taken, Cancelled, ClaimFilter, Expired, JobRecord, JobState, JobStore, NewJob, Node,
+    NodeRecord, Outcome, Result, StoreError, Submitted, Timings,
 };
 
 /// Where a [`PgStore`] keeps its jobs.
@@ -32,9 +33,8 @@ pub struct PgOptions {
     pub url: String,
     /// The schema the table lives in (created if missing; `None`: the connection's default).
     pub schema: Option<String>,
-    /// The blob directory: one file per queued or running job's payload, shared by every
-    /// server of the database.
-    pub blobs: PathBuf,
+    /// Where payloads are kept: a directory or a bucket every server of the database reaches.
+    pub blobs: BlobLocation,
 }
 
 /// The database server's clock, in milliseconds since the epoch.
@@ -43,12 +43,10 @@ const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 /// How long connecting may take.
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-type Call = Box<dyn FnOnce(&tokio::runtime::Runtime, &PgPool) + Send>;
-
 /// The job store on PostgreSQL.
 pub struct PgStore {
-    calls: mpsc::Sender<Call>,
-    payloads: Payloads,
+    db: OnThread<PgPool>,
+    blobs: Arc<dyn Blobs>,
 }
 
 const COLUMNS: &str = "id, request_id, digest, kind, priority, state, attempts, proof, error, \
@@ -106,7 +104,7 @@ fn schema_name(s: &str) -> Result<&str> {
 impl PgStore {
     /// Connects, creates the schema and the table if missing, and starts the store's thread.
     pub fn open(options: &PgOptions) -> Result<Self> {
-        let payloads = Payloads::open(&options.blobs)?;
+        let blobs: Arc<dyn Blobs> = Arc::from(blobs::open(&options.blobs)?);
         let mut connect = PgConnectOptions::from_str(&options.url)?;
         // The server notices a dead client within about half a minute, so that the server lock
         // of a host that died goes with it.
@@ -118,64 +116,38 @@ impl PgStore {
         if let Some(schema) = options.schema.as_deref().map(schema_name).transpose()? {
             connect = connect.options([("search_path", schema)]);
         }
-        let (ready, started) = mpsc::sync_channel::<Result<()>>(1);
-        let (calls, inbox) = mpsc::channel::<Call>();
-        let options = options.clone();
-        // Everything asynchronous happens on the store's thread, so that opening the store
-        // from an asynchronous task never starts a runtime inside another.
-        std::thread::Builder::new()
-            .name("proofline-pg-store".into())
-            .spawn(move || {
-                let opened = (|| {
-                    let runtime = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .map_err(io("starting the job store's runtime".into()))?;
-                    let pool = runtime.block_on(async {
-                        // One connection first, so that a server that cannot be reached is
-                        // an error saying why, not a pool's time-out.
-                        let first = tokio::time::timeout(
-                            CONNECT_TIMEOUT,
-                            sqlx::PgConnection::connect_with(&connect),
-                        );
-                        let first = first.await.map_err(|_| {
-                            StoreError::Busy(format!(
-                                "no answer from the PostgreSQL server in {} s",
-                                CONNECT_TIMEOUT.as_secs()
-                            ))
-                        })??;
-                        first.close().await?;
-                        let pool = PgPoolOptions::new()
-                            .max_connections(4)
-                            .acquire_timeout(CONNECT_TIMEOUT)
-                            .connect_with(connect)
-                            .await?;
-                        migrate(&pool, options.schema.as_deref()).await?;
-                        Ok::<_, StoreError>(pool)
-                    })?;
-                    Ok((runtime, pool))
-                })();
-                let (runtime, pool) = match opened {
-                    Ok(open) => {
-                        let _ = ready.send(Ok(()));
-                        open
-                    }
-                    Err(e) => {
-                        let _ = ready.send(Err(e));
-                        return;
-                    }
-                };
-                for call in inbox {
-                    call(&runtime, &pool);
-                }
-                // The store is dropped: the connections close.
-                runtime.block_on(pool.close());
-            })
-            .map_err(io("starting the job store's thread".into()))?;
-        started
-            .recv()
-            .map_err(|_| StoreError::Corrupt("the job store's thread has stopped".into()))??;
-        Ok(PgStore { calls, payloads })
+        let schema = options.schema.clone();
+        let db = OnThread::start(
+            "proofline-pg-store",
+            "the job store",
+            move |runtime| {
+                runtime.block_on(async {
+                    // One connection first, so that a server that cannot be reached is an
+                    // error saying why, not a pool's time-out.
+                    let first = tokio::time::timeout(
+                        CONNECT_TIMEOUT,
+                        sqlx::PgConnection::connect_with(&connect),
+                    );
+                    let first = first.await.map_err(|_| {
+                        StoreError::Busy(format!(
+                            "no answer from the PostgreSQL server in {} s",
+                            CONNECT_TIMEOUT.as_secs()
+                        ))
+                    })??;
+                    first.close().await?;
+                    let pool = PgPoolOptions::new()
+                        .max_connections(4)
+                        .acquire_timeout(CONNECT_TIMEOUT)
+                        .connect_with(connect)
+                        .await?;
+                    migrate(&pool, schema.as_deref()).await?;
+                    Ok(pool)
+                })
+            },
+            // The store is dropped: the connections close.
+            |runtime, pool: PgPool| runtime.block_on(pool.close()),
+        )?;
+        Ok(PgStore { db, blobs })
     }
 
     /// Runs `f` on the store's thread and waits for its answer.
@@ -183,13 +155,88 @@ impl PgStore {
         &self,
         f: impl FnOnce(&tokio::runtime::Runtime, &PgPool) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        let call: Call = Box::new(move |rt, pool| {
-            let _ = tx.send(f(rt, pool));
+        self.db.run(f)
+    }
+
+    /// Lets job `id`'s payload blob go unless a job that has not ended needs it.
+    fn release(&self, id: &str) {
+        let key = id.to_string();
+        let digest = self.run(move |rt, pool| {
+            let row = rt.block_on(
+                sqlx::query("SELECT digest FROM proofline_jobs WHERE id = $1")
+                    .bind(key)
+                    .fetch_optional(pool),
+            )?;
+            Ok(row.and_then(|r| r.try_get::<Vec<u8>, _>("digest").ok()))
         });
-        let gone = || StoreError::Corrupt("the job store's thread has stopped".into());
-        self.calls.send(call).map_err(|_| gone())?;
-        rx.recv().map_err(|_| gone())?
+        match digest.map(|d| d.and_then(|d| <[u8; 32]>::try_from(d).ok())) {
+            Ok(Some(digest)) => self.release_digest(digest),
+            Ok(None) => {}
+            Err(e) => eprintln!("warning: letting job {id}'s payload blob go: {e}"),
+        }
+    }
+
+    /// Removes the blob of `digest` unless a job that has not ended needs it, holding the
+    /// digest's row of `proofline_blobs` (which a submit of the same digest holds while it
+    /// writes the blob and its job's row), so that no server writes the blob between the look
+    /// and the removal.
+    fn release_digest(&self, digest: [u8; 32]) {
+        let blobs = self.blobs.clone();
+        let released = self.run(move |rt, pool| {
+            rt.block_on(async move {
+                let mut tx = pool.begin().await?;
+                lock_blob(&mut tx, &digest).await?;
+                let live: bool = sqlx::query_scalar(
+                    "SELECT EXISTS (SELECT 1 FROM proofline_jobs
+                         WHERE digest = $1 AND state IN ('queued', 'running'))",
+                )
+                .bind(digest.to_vec())
+                .fetch_one(&mut *tx)
+                .await?;
+                if !live {
+                    if let Err(e) = blobs.delete(&blob_key(&digest)) {
+                        tx.rollback().await?;
+                        return Err(e);
+                    }
+                    sqlx::query("DELETE FROM proofline_blobs WHERE digest = $1")
+                        .bind(digest.to_vec())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            })
+        });
+        if let Err(e) = released {
+            eprintln!("warning: letting a payload blob go: {e}");
+        }
+    }
+
+    /// Removes the jobs that ended before `before_ms`, and lets their blobs go.
+    fn purge_jobs_ended_before(&mut self, before_ms: u64) -> Result<usize> {
+        let digests: Vec<Vec<u8>> = self.run(move |rt, pool| {
+            let rows = rt.block_on(
+                sqlx::query(
+                    "DELETE FROM proofline_jobs
+                     WHERE state IN ('completed', 'failed', 'cancelled') AND finished_ms < $1
+                     RETURNING digest",
+                )
+                .bind(before_ms as i64)
+                .fetch_all(pool),
+            )?;
+            rows.iter()
+                .map(|r| r.try_get::<Vec<u8>, _>("digest").map_err(StoreError::from))
+                .collect()
+        })?;
+        let purged = digests.len();
+        let distinct: std::collections::BTreeSet<Vec<u8>> = digests.into_iter().collect();
+        // Their blobs went when they ended, unless another live job still needed them then.
+        for digest in distinct {
+            if let Ok(digest) = <[u8; 32]>::try_from(digest) {
+                self.release_digest(digest);
+            }
+        }
+        Ok(purged)
     }
 
     fn one(&self, column: &'static str, value: &str) -> Result<Option<JobRecord>> {
@@ -199,6 +246,24 @@ impl PgStore {
             let row = rt.block_on(sqlx::query(&sql).bind(value).fetch_optional(pool))?;
             row.as_ref().map(record).transpose()
         })
+    }
+}
+
+/// Takes the row lock of `digest` in `proofline_blobs` (the row made if missing) for the rest of
+/// `tx`. A row deleted by the holder it waited for is made again.
+async fn lock_blob(tx: &mut sqlx::PgConnection, digest: &[u8; 32]) -> Result<()> {
+    loop {
+        sqlx::query("INSERT INTO proofline_blobs (digest) VALUES ($1) ON CONFLICT DO NOTHING")
+            .bind(digest.to_vec())
+            .execute(&mut *tx)
+            .await?;
+        let held = sqlx::query("SELECT digest FROM proofline_blobs WHERE digest = $1 FOR UPDATE")
+            .bind(digest.to_vec())
+            .fetch_optional(&mut *tx)
+            .await?;
+        if held.is_some() {
+            return Ok(());
+        }
     }
 }
 
@@ -240,6 +305,10 @@ async fn migrate(pool: &PgPool, schema: Option<&str>) -> Result<()> {
         "ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS lease_until_ms BIGINT",
         // And the job's memory estimate.
         "ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS mem_bytes BIGINT NOT NULL DEFAULT 0",
+        "CREATE INDEX IF NOT EXISTS proofline_jobs_digest ON proofline_jobs (digest)",
+        // A payload blob's lock: held by a submit while it writes the blob and its job's row,
+        // and by the removal of a blob no live job needs.
+        "CREATE TABLE IF NOT EXISTS proofline_blobs (digest BYTEA PRIMARY KEY)",
         "CREATE TABLE IF NOT EXISTS proofline_nodes (
              name TEXT PRIMARY KEY,
              instance TEXT NOT NULL,
@@ -259,10 +328,10 @@ impl JobStore for PgStore {
         if let Some(answer) = before_insert(self, &job, existing)? {
             return Ok(answer);
         }
-        let id = self.payloads.new_id(&job.digest);
-        // The payload reaches the disk before the row that points at it.
-        self.payloads.write(&id, &job.payload)?;
-        let (row_id, request_id) = (id.clone(), job.request_id.clone());
+        let id = new_id(&job.digest);
+        let (row_id, request_id, digest) = (id, job.request_id.clone(), job.digest);
+        let blobs = self.blobs.clone();
+        let payload = Arc::new(job.payload);
         let inserted = self.run(move |rt, pool| {
             let sql = format!(
                 "INSERT INTO proofline_jobs
@@ -272,24 +341,40 @@ impl JobStore for PgStore {
                  ON CONFLICT (request_id) DO NOTHING
                  RETURNING {COLUMNS}"
             );
-            let row = rt.block_on(
-                sqlx::query(&sql)
+            rt.block_on(async move {
+                let mut tx = pool.begin().await?;
+                lock_blob(&mut tx, &digest).await?;
+                // The payload is whole in its blob before the row that points at it; a job
+                // with the same digest may have written it already.
+                let key = blob_key(&digest);
+                let written = match blobs.exists(&key) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => blobs.put(&key, payload),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = written {
+                    tx.rollback().await?;
+                    return Err(e);
+                }
+                let row = sqlx::query(&sql)
                     .bind(row_id)
                     .bind(request_id)
-                    .bind(job.digest.to_vec())
+                    .bind(digest.to_vec())
                     .bind(job.kind)
                     .bind(job.priority)
                     .bind(now_ms() as i64)
                     .bind(job.circuit)
                     .bind(job.mem_bytes.min(i64::MAX as u64) as i64)
-                    .fetch_optional(pool),
-            )?;
-            row.as_ref().map(record).transpose()
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                row.as_ref().map(record).transpose()
+            })
         });
         match inserted {
             Ok(Some(stored)) => Ok(Submitted::New(stored)),
             other => {
-                self.payloads.remove(&id);
+                self.release_digest(job.digest);
                 other?;
                 // Another server stored the same request_id between the look and the insert.
                 let existing = self.one("request_id", &job.request_id)?.ok_or_else(|| {
@@ -308,7 +393,7 @@ impl JobStore for PgStore {
     }
 
     fn payload(&self, id: &str) -> Result<Option<Vec<u8>>> {
-        self.payloads.of_live(self.get(id)?)
+        payload_of_live(&*self.blobs, self.get(id)?)
     }
 
     fn join(&mut self, node: &Node, max_attempts: u32) -> Result<Vec<Expired>> {
@@ -504,7 +589,7 @@ impl JobStore for PgStore {
                     Ok(done.rows_affected() == 1)
                 })
             },
-            |store| &store.payloads,
+            |store, id| store.release(id),
         )
     }
 
@@ -565,7 +650,7 @@ impl JobStore for PgStore {
             Ok(done.rows_affected())
         })?;
         if changed == 1 {
-            self.payloads.remove(id);
+            self.release(id);
         }
         Ok(changed == 1)
     }
@@ -586,31 +671,18 @@ impl JobStore for PgStore {
                 Ok(done.rows_affected())
             })?;
             if changed == 1 {
-                store.payloads.remove(id);
+                store.release(id);
             }
             Ok(changed == 1)
         })
     }
 
     fn purge_ended_before(&mut self, before_ms: u64) -> Result<usize> {
-        let ids: Vec<String> = self.run(move |rt, pool| {
-            let rows = rt.block_on(
-                sqlx::query(
-                    "DELETE FROM proofline_jobs
-                     WHERE state IN ('completed', 'failed', 'cancelled') AND finished_ms < $1
-                     RETURNING id",
-                )
-                .bind(before_ms as i64)
-                .fetch_all(pool),
-            )?;
-            rows.iter()
-                .map(|r| r.try_get::<String, _>("id").map_err(StoreError::from))
-                .collect()
-        })?;
-        for id in &ids {
-            self.payloads.remove(id);
-        }
-        Ok(ids.len())
+        let purged = self.purge_jobs_ended_before(before_ms)?;
+        blobs::sweep(&*self.blobs, before_ms, |digest| {
+            self.release_digest(*digest)
+        });
+        Ok(purged)
     }
 
     fn queued(&self) -> Result<Vec<(String, i32, u64)>> {

@@ -4,16 +4,17 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::blobs::{self, blob_key, BlobLocation, Blobs};
 use super::{
-    before_insert, cancel_with, expire_with, io, join_with, now_ms, taken, Cancelled, ClaimFilter,
-    Expired, JobRecord, JobState, JobStore, NewJob, Node, NodeRecord, Outcome, Payloads, Result,
-    StoreError, Submitted, Timings,
+    before_insert, cancel_with, expire_with, io, join_with, new_id, now_ms, payload_of_live, taken,
+    Cancelled, ClaimFilter, Expired, JobRecord, JobState, JobStore, NewJob, Node, NodeRecord,
+    Outcome, Result, StoreError, Submitted, Timings,
 };
 
 /// The embedded store: `jobs.sqlite` and `payloads/` under the data directory.
 pub struct SqliteStore {
     db: Connection,
-    payloads: Payloads,
+    blobs: Box<dyn Blobs>,
 }
 
 const COLUMNS: &str = "id, request_id, digest, kind, priority, state, attempts, proof, error, \
@@ -98,7 +99,7 @@ impl SqliteStore {
 
     /// Opens (or creates) the store under `dir`.
     pub fn open(dir: &Path) -> Result<Self> {
-        let payloads = Payloads::open(&dir.join("payloads"))?;
+        let blobs = blobs::open(&BlobLocation::Dir(dir.join("payloads")))?;
         let db = Connection::open(dir.join("jobs.sqlite"))?;
         db.pragma_update(None, "journal_mode", "WAL")?;
         db.pragma_update(None, "synchronous", "FULL")?;
@@ -118,6 +119,7 @@ impl SqliteStore {
                  finished_ms INTEGER
              );
              CREATE INDEX IF NOT EXISTS jobs_queue ON jobs (state, priority DESC, seq);
+             CREATE INDEX IF NOT EXISTS jobs_digest ON jobs (digest);
              CREATE TABLE IF NOT EXISTS nodes (
                  name TEXT PRIMARY KEY,
                  instance TEXT NOT NULL,
@@ -135,7 +137,57 @@ impl SqliteStore {
                 db.execute_batch(&format!("ALTER TABLE jobs ADD COLUMN {column} {ty}"))?;
             }
         }
-        Ok(SqliteStore { db, payloads })
+        Ok(SqliteStore { db, blobs })
+    }
+
+    /// Lets job `id`'s payload blob go unless a job that has not ended needs it.
+    fn release(&self, id: &str) {
+        let digest: Option<Vec<u8>> = self
+            .db
+            .query_row("SELECT digest FROM jobs WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .unwrap_or(None);
+        if let Some(digest) = digest.and_then(|d| <[u8; 32]>::try_from(d).ok()) {
+            self.release_digest(&digest);
+        }
+    }
+
+    /// Removes the blob of `digest` unless a job that has not ended needs it. The embedded
+    /// store is one server's, and its calls come one at a time: nothing writes the blob between
+    /// the look and the removal.
+    fn release_digest(&self, digest: &[u8; 32]) {
+        let live: rusqlite::Result<bool> = self.db.query_row(
+            "SELECT EXISTS (SELECT 1 FROM jobs
+                 WHERE digest = ?1 AND state IN ('queued', 'running'))",
+            [&digest[..]],
+            |r| r.get(0),
+        );
+        let removed = match live {
+            Ok(true) => return,
+            Ok(false) => self.blobs.delete(&blob_key(digest)),
+            Err(e) => Err(e.into()),
+        };
+        if let Err(e) = removed {
+            eprintln!("warning: letting a payload blob go: {e}");
+        }
+    }
+
+    /// Removes the jobs that ended before `before_ms`, and lets their blobs go.
+    fn purge_jobs_ended_before(&mut self, before_ms: u64) -> Result<usize> {
+        let ids: Vec<String> = {
+            let mut q = self.db.prepare(
+                "SELECT id FROM jobs WHERE state IN ('completed', 'failed', 'cancelled')
+                 AND finished_ms < ?1",
+            )?;
+            let rows = q.query_map([before_ms as i64], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        for id in &ids {
+            // Its blob went when it ended, unless another live job still needed it then.
+            self.release(id);
+            self.db.execute("DELETE FROM jobs WHERE id = ?1", [id])?;
+        }
+        Ok(ids.len())
     }
 
     fn one(&self, sql: &str, arg: &str) -> Result<Option<JobRecord>> {
@@ -162,9 +214,13 @@ impl JobStore for SqliteStore {
         if let Some(answer) = before_insert(self, &job, existing)? {
             return Ok(answer);
         }
-        let id = self.payloads.new_id(&job.digest);
-        // The payload reaches the disk before the row that points at it.
-        self.payloads.write(&id, &job.payload)?;
+        let id = new_id(&job.digest);
+        // The payload is whole in its blob before the row that points at it; a live job with
+        // the same digest has written it already.
+        let key = blob_key(&job.digest);
+        if !self.blobs.exists(&key)? {
+            self.blobs.put(&key, std::sync::Arc::new(job.payload))?;
+        }
         let inserted = self.db.execute(
             "INSERT INTO jobs
                  (id, request_id, digest, kind, priority, state, submitted_ms, circuit,
@@ -182,7 +238,7 @@ impl JobStore for SqliteStore {
             ],
         );
         if let Err(e) = inserted {
-            self.payloads.remove(&id);
+            self.release_digest(&job.digest);
             return Err(e.into());
         }
         let stored = self
@@ -196,7 +252,7 @@ impl JobStore for SqliteStore {
     }
 
     fn payload(&self, id: &str) -> Result<Option<Vec<u8>>> {
-        self.payloads.of_live(self.get(id)?)
+        payload_of_live(&*self.blobs, self.get(id)?)
     }
 
     fn join(&mut self, node: &Node, max_attempts: u32) -> Result<Vec<Expired>> {
@@ -324,7 +380,7 @@ impl JobStore for SqliteStore {
                     ],
                 )? == 1)
             },
-            |store| &store.payloads,
+            |store, id| store.release(id),
         )
     }
 
@@ -367,7 +423,7 @@ impl JobStore for SqliteStore {
             ],
         )?;
         if changed == 1 {
-            self.payloads.remove(id);
+            self.release(id);
         }
         Ok(changed == 1)
     }
@@ -380,26 +436,18 @@ impl JobStore for SqliteStore {
                 params![id, now_ms() as i64],
             )?;
             if changed == 1 {
-                store.payloads.remove(id);
+                store.release(id);
             }
             Ok(changed == 1)
         })
     }
 
     fn purge_ended_before(&mut self, before_ms: u64) -> Result<usize> {
-        let ids: Vec<String> = {
-            let mut q = self.db.prepare(
-                "SELECT id FROM jobs WHERE state IN ('completed', 'failed', 'cancelled')
-                 AND finished_ms < ?1",
-            )?;
-            let rows = q.query_map([before_ms as i64], |r| r.get(0))?;
-            rows.collect::<rusqlite::Result<_>>()?
-        };
-        for id in &ids {
-            self.db.execute("DELETE FROM jobs WHERE id = ?1", [id])?;
-            self.payloads.remove(id);
-        }
-        Ok(ids.len())
+        let purged = self.purge_jobs_ended_before(before_ms)?;
+        blobs::sweep(&*self.blobs, before_ms, |digest| {
+            self.release_digest(digest)
+        });
+        Ok(purged)
     }
 
     fn queued(&self) -> Result<Vec<(String, i32, u64)>> {
