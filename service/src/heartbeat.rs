@@ -10,8 +10,9 @@ use crate::server::{lock, Shared};
 use crate::store::{Expired, StoreError};
 
 /// Beats until the server's stop has waited for its running jobs: a heartbeat every third of
-/// the lease, and a look for run-out leases every tenth of it (at most a second apart), so that
-/// a dead node's job goes back to the queue soon after its lease ends.
+/// the lease, and a look for run-out leases every tenth of it (at most a second apart), or as
+/// soon as the earliest lease of a running job ends if that is sooner, so that a dead node's
+/// job goes back to the queue as its lease ends.
 pub(crate) fn run(shared: &Shared) {
     let lease = shared.node.lease_ms;
     let beat_every = Duration::from_millis((lease / 3).max(10));
@@ -24,8 +25,8 @@ pub(crate) fn run(shared: &Shared) {
             beat(shared);
         }
         if now >= next_look {
-            next_look = now + look_every;
             expire(shared);
+            next_look = now + until_next_look(shared, look_every);
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -76,6 +77,23 @@ fn expire(shared: &Shared) {
         }
         Ok(_) => {}
         Err(e) => eprintln!("error: expiring leases: {e}"),
+    }
+}
+
+/// How long until the next look: `look_every`, or less where the earliest running lease ends
+/// sooner (a few milliseconds after it, since a lease ends once the store's clock is past it).
+fn until_next_look(shared: &Shared, look_every: Duration) -> Duration {
+    match shared.store().next_lease_end() {
+        // Not sooner than a tenth of the interval: a lease the look could not end (the store
+        // failed it) is not looked at in a busy loop.
+        Ok(Some(left_ms)) => {
+            look_every.min(Duration::from_millis(left_ms + 5).max(look_every / 10))
+        }
+        Ok(None) => look_every,
+        Err(e) => {
+            eprintln!("error: reading the next lease's end: {e}");
+            look_every
+        }
     }
 }
 

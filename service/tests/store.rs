@@ -259,8 +259,13 @@ fn a_run_out_lease_requeues_the_job_and_the_old_attempt_cannot_write(place: &Pla
     store.join(&a, 3).unwrap();
     store.join(&b, 3).unwrap();
     let j = new(store.submit(job("j", 2, b"j")).unwrap());
+    // Nothing runs: no lease to end.
+    assert_eq!(store.next_lease_end().unwrap(), None);
     let first = claim_as(&mut store, &a).unwrap();
     assert_eq!((first.attempts, first.owner.as_deref()), (1, Some("a")));
+    // Its lease ends within the 2 s it was given.
+    let left = store.next_lease_end().unwrap().unwrap();
+    assert!((1000..=2000).contains(&left), "{left} ms");
     // Twin first: within its lease, and after a heartbeat, the job stays a's.
     assert_eq!(store.expire_leases(3).unwrap(), vec![]);
     let runs = vec![(j.id.clone(), 1)];
@@ -269,6 +274,7 @@ fn a_run_out_lease_requeues_the_job_and_the_old_attempt_cannot_write(place: &Pla
     assert_eq!(store.expire_leases(3).unwrap(), vec![]);
     // a stops beating: its lease runs out, and b finds the job back in the queue.
     std::thread::sleep(Duration::from_millis(2100));
+    assert_eq!(store.next_lease_end().unwrap(), Some(0));
     let expired = store.expire_leases(3).unwrap();
     assert_eq!(expired.len(), 1);
     assert_eq!((expired[0].owner.as_str(), expired[0].attempts), ("a", 1));

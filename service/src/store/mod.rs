@@ -315,6 +315,9 @@ pub trait JobStore: Send {
     /// Puts the running jobs whose lease ran out back in the queue, or fails those tried
     /// `max_attempts` times already (their payload removed).
     fn expire_leases(&mut self, max_attempts: u32) -> Result<Vec<Expired>>;
+    /// Milliseconds until the earliest lease of a running job runs out, by the store's clock
+    /// (0 when one has already); `None` when no job runs.
+    fn next_lease_end(&self) -> Result<Option<u64>>;
     /// At a node's stop: its unfinished jobs go back to the queue at once (the attempt not
     /// counted), and it is marked gone.
     fn leave(&mut self, node: &Node) -> Result<usize>;

@@ -593,6 +593,21 @@ impl JobStore for PgStore {
         )
     }
 
+    fn next_lease_end(&self) -> Result<Option<u64>> {
+        self.run(|rt, pool| {
+            let row = rt.block_on(
+                sqlx::query(&format!(
+                    "SELECT MIN(COALESCE(lease_until_ms, 0)) - {NOW} AS left_ms
+                     FROM proofline_jobs WHERE state = 'running'"
+                ))
+                .fetch_one(pool),
+            )?;
+            Ok(row
+                .try_get::<Option<i64>, _>("left_ms")?
+                .map(|left| left.max(0) as u64))
+        })
+    }
+
     fn leave(&mut self, node: &Node) -> Result<usize> {
         let node = node.clone();
         self.run(move |rt, pool| {

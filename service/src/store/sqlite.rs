@@ -384,6 +384,15 @@ impl JobStore for SqliteStore {
         )
     }
 
+    fn next_lease_end(&self) -> Result<Option<u64>> {
+        let end: Option<i64> = self.db.query_row(
+            "SELECT MIN(COALESCE(lease_until_ms, 0)) FROM jobs WHERE state = 'running'",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(end.map(|e| (e.max(0) as u64).saturating_sub(now_ms())))
+    }
+
     fn leave(&mut self, node: &Node) -> Result<usize> {
         let tx = self.db.transaction()?;
         let mine = tx.execute(
