@@ -45,7 +45,7 @@ fn job(i: usize) -> NewJob {
         kind: "WINNING_POST".into(),
         circuit: "winning-2KiB".into(),
         priority: 1 + (i % 4) as i32,
-        payload,
+        payload: std::sync::Arc::new(payload),
         mem_bytes: 0,
         max_queued: None,
     }

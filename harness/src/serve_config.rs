@@ -198,8 +198,9 @@ pub struct ServeFlags {
     /// so that one database can hold several clusters [default: the connection's default].
     #[arg(long = "store-schema")]
     pub store_schema: Option<String>,
-    /// Where a PostgreSQL store keeps queued jobs' payloads, one file each: a directory every
-    /// server of the store reaches (a shared file system) [default: <data-dir>/payloads].
+    /// Where a PostgreSQL store keeps queued jobs' payloads, one file per payload digest (in a
+    /// folder named by --store-schema, when given): a directory every server of the store
+    /// reaches (a shared file system) [default: <data-dir>/payloads].
     #[arg(long = "blob-dir", conflicts_with = "blob_store")]
     pub blob_dir: Option<PathBuf>,
     /// Keep a PostgreSQL store's payloads in an S3-compatible bucket instead of --blob-dir:
@@ -333,6 +334,17 @@ impl ServeSettings {
             .data_dir
             .or(file.data_dir)
             .context("no data directory: pass --data-dir DIR or set data-dir in --config")?;
+        anyhow::ensure!(
+            file.blob_dir.is_none() || file.blob_store.is_none(),
+            "blob-dir and blob-store in the config file: give one"
+        );
+        // A --blob-dir flag overrides a blob-store in the file, as a --blob-store flag does a
+        // blob-dir.
+        let blob_store = match (&flags.blob_dir, flags.blob_store) {
+            (_, Some(url)) => Some(url),
+            (Some(_), None) => None,
+            (None, None) => file.blob_store.clone(),
+        };
         let settings = ServeSettings {
             listen,
             store: flags.store.or(file.store),
@@ -341,7 +353,7 @@ impl ServeSettings {
                 .blob_dir
                 .or(file.blob_dir)
                 .unwrap_or_else(|| data_dir.join("payloads")),
-            blob_store: flags.blob_store.or(file.blob_store),
+            blob_store,
             data_dir,
             auth_token_file: flags.auth_token_file.or(file.auth_token_file),
             max_message_size: size(
@@ -610,5 +622,17 @@ mod tests {
         .unwrap();
         let s = ServeSettings::resolve(ServeFlags::default(), file).unwrap();
         assert_eq!(s.blob_store.as_deref(), Some("s3://b/p"));
+        // A --blob-dir flag overrides the file's blob-store; the file may not hold both.
+        let text = "data-dir = \"/d\"\nstore = \"postgres://p@db/j\"\nblob-store = \"s3://b/p\"";
+        let flags = ServeFlags {
+            blob_dir: Some(PathBuf::from("/shared")),
+            ..ServeFlags::default()
+        };
+        let s = ServeSettings::resolve(flags, ServeFile::parse(text).unwrap()).unwrap();
+        assert_eq!((s.blob_store, s.blob_dir), (None, PathBuf::from("/shared")));
+        let both = format!("{text}\nblob-dir = \"/shared\"");
+        let e = ServeSettings::resolve(ServeFlags::default(), ServeFile::parse(&both).unwrap())
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("give one"), "{e:#}");
     }
 }

@@ -37,9 +37,10 @@ use crate::proto::{
 };
 use crate::prove::{CancelToken, Prover, ProverOptions};
 use crate::request::{check, Limits};
+use crate::store::blobs::blob_key;
 use crate::store::{
-    now_ms, Cancelled, ClaimFilter, JobRecord, JobState, JobStore, NewJob, Node, Outcome,
-    PgOptions, PgStore, SqliteStore, StoreError, Submitted,
+    now_ms, payload_of_live, Cancelled, ClaimFilter, JobRecord, JobState, JobStore, NewJob, Node,
+    Outcome, PgOptions, PgStore, SqliteStore, StoreError, Submitted,
 };
 use prover_core::accounting::ledger::Stage;
 
@@ -256,6 +257,14 @@ impl Shared {
 
     fn submit(&self, req: &SubmitProofRequest) -> Result<SubmitProofResponse, Status> {
         let accepted = check(req, &self.limits)?;
+        // The payload's blob first, without holding the store, so that a large payload's
+        // transfer holds up no other call (a heartbeat among them). Named by its digest, it may
+        // be written twice; the store writes it again if a removal came in between.
+        let payload = Arc::new(req.encode_to_vec());
+        let blobs = self.store().blobs();
+        blobs
+            .put(&blob_key(&accepted.digest), payload.clone())
+            .map_err(internal)?;
         let mut store = self.store();
         let queued_before: u64 = store.queued().map_err(internal)?.iter().map(|q| q.2).sum();
         let submitted = store
@@ -265,7 +274,7 @@ impl Shared {
                 kind: kind_name(req.proof_kind),
                 circuit: Circuit::of(&accepted).id(),
                 priority: accepted.priority as i32,
-                payload: req.encode_to_vec(),
+                payload,
                 mem_bytes: self.prover.estimate(&accepted),
                 max_queued: self.max_queued,
             })
@@ -798,7 +807,12 @@ fn record(shared: &Shared, job: &JobRecord, outcome: Outcome, started: Instant, 
 /// Proves a claimed job: its outcome, or `None` when the store cannot be read now (the job is
 /// left to its lease, and runs again once it runs out).
 fn run_job(shared: &Shared, job: &JobRecord, cancel: &CancelToken) -> Option<Outcome> {
-    let payload = match shared.store().payload(&job.id) {
+    // Read without holding the store (see `Shared::submit`).
+    let (record, blobs) = {
+        let store = shared.store();
+        (store.get(&job.id), store.blobs())
+    };
+    let payload = match record.and_then(|r| payload_of_live(&*blobs, r)) {
         Ok(Some(p)) => p,
         Ok(None) => {
             return Some(Outcome::Failed(

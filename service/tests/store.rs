@@ -68,7 +68,7 @@ impl Place {
     fn blobs(&self) -> Box<dyn blobs::Blobs> {
         let location = match &self.pg {
             None => BlobLocation::Dir(self.payloads()),
-            Some(pg) => pg.blobs.clone(),
+            Some(pg) => pg.blob_location(),
         };
         blobs::open(&location).unwrap()
     }
@@ -484,6 +484,7 @@ fn claims_take_only_jobs_whose_memory_estimate_fits(place: &Place) {
     let big = submit("big", 40 << 30);
     let small = submit("small", 1 << 30);
     let huge = submit("huge", u64::MAX);
+    let late = submit("late", u64::MAX);
     assert_eq!(big.mem_bytes, 40 << 30);
     // Stored as the largest estimate the column holds.
     assert_eq!(huge.mem_bytes, i64::MAX as u64);
@@ -493,6 +494,10 @@ fn claims_take_only_jobs_whose_memory_estimate_fits(place: &Place) {
         max_bytes,
         ..ClaimFilter::default()
     };
+    let aged = |max_bytes: Option<u64>, aged_before_ms: u64| ClaimFilter {
+        aged_before_ms,
+        ..within(max_bytes)
+    };
     let mut next = |f: ClaimFilter| store.claim_next(&n, &f).unwrap().map(|j| j.id);
     // The older job does not fit: the one that does goes first.
     assert_eq!(next(within(Some(8 << 30))), Some(small.id));
@@ -501,7 +506,14 @@ fn claims_take_only_jobs_whose_memory_estimate_fits(place: &Place) {
     assert_eq!(next(within(Some((40 << 30) - 1))), None);
     assert_eq!(next(within(Some(40 << 30))), Some(big.id));
     assert_eq!(next(within(Some(40 << 30))), None);
-    assert_eq!(next(within(None)), Some(huge.id));
+    // A job that waited long is taken whatever its estimate, so that none waits forever.
+    assert_eq!(next(aged(Some(1), huge.submitted_ms)), None);
+    assert_eq!(
+        next(aged(Some(1), huge.submitted_ms + 1)),
+        Some(huge.id.clone())
+    );
+    // No limit takes anything.
+    assert_eq!(next(within(None)), Some(late.id));
 }
 
 /// A failure's reason may quote a client's payload, NUL characters included: stored all the
@@ -532,7 +544,7 @@ fn job(request_id: &str, priority: i32, payload: &[u8]) -> NewJob {
         kind: "WINNING_POST".into(),
         circuit: "winning-2KiB".into(),
         priority,
-        payload: payload.to_vec(),
+        payload: std::sync::Arc::new(payload.to_vec()),
         mem_bytes: 0,
         max_queued: None,
     }
@@ -910,4 +922,29 @@ fn an_s3_blob_store_keeps_blobs_and_refuses_a_missing_bucket() {
         e.to_string().contains("s3://proofline-no-such-bucket"),
         "{e}"
     );
+}
+
+/// A data directory of the layout that kept one payload file per job (`<job id>.bin`): its
+/// queued jobs' payloads are taken over at open, named by their digest.
+#[test]
+fn an_embedded_store_of_per_job_payload_files_keeps_its_queued_payloads() {
+    let place = Place::sqlite();
+    let (queued, ended) = {
+        let mut store = place.open();
+        let queued = new(store.submit(job("q", 2, b"queued")).unwrap());
+        let ended = new(store.submit(job("e", 1, b"ended")).unwrap());
+        assert_eq!(store.cancel(&ended.id).unwrap(), Cancelled::WasQueued);
+        (queued, ended)
+    };
+    let dir = place.payloads();
+    std::fs::rename(
+        dir.join(blob_key(&queued.digest)),
+        dir.join(format!("{}.bin", queued.id)),
+    )
+    .unwrap();
+    assert!(!place.has_blob(&queued));
+    let store = place.open();
+    assert_eq!(store.payload(&queued.id).unwrap().unwrap(), b"queued");
+    assert!(!dir.join(format!("{}.bin", queued.id)).exists());
+    assert!(!place.has_blob(&ended));
 }

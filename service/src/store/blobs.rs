@@ -13,7 +13,7 @@ use super::on_thread::OnThread;
 use super::{hex, io, Result, StoreError};
 
 /// Where the blobs are.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum BlobLocation {
     /// A directory (created if missing): one file per blob, synced before it is used.
     Dir(PathBuf),
@@ -26,6 +26,36 @@ pub enum BlobLocation {
         /// Option name and value pairs.
         options: Vec<(String, String)>,
     },
+}
+
+/// The options' names only: their values may be credentials.
+impl std::fmt::Debug for BlobLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BlobLocation::Dir(dir) => f.debug_tuple("Dir").field(dir).finish(),
+            BlobLocation::S3 { url, options } => f
+                .debug_struct("S3")
+                .field("url", url)
+                .field(
+                    "options",
+                    &options.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+                )
+                .finish(),
+        }
+    }
+}
+
+impl BlobLocation {
+    /// The folder `name` of this location (a subdirectory, or a prefix in the bucket).
+    pub fn child(&self, name: &str) -> BlobLocation {
+        match self {
+            BlobLocation::Dir(dir) => BlobLocation::Dir(dir.join(name)),
+            BlobLocation::S3 { url, options } => BlobLocation::S3 {
+                url: format!("{}/{name}", url.trim_end_matches('/')),
+                options: options.clone(),
+            },
+        }
+    }
 }
 
 impl std::fmt::Display for BlobLocation {
@@ -57,14 +87,36 @@ fn digest_of(key: &str) -> Option<[u8; 32]> {
 /// points at (a server died between a blob and its row), or whose removal failed when their
 /// last job ended. A listing that fails is reported and left for the next sweep.
 pub(super) fn sweep(blobs: &dyn Blobs, before_ms: u64, mut release: impl FnMut(&[u8; 32])) {
-    match blobs.list() {
-        Ok(listed) => listed
-            .iter()
-            .filter(|(_, written)| *written < before_ms)
-            .filter_map(|(key, _)| digest_of(key))
-            .for_each(|digest| release(&digest)),
-        Err(e) => eprintln!("warning: looking for payload blobs no job needs: {e}"),
+    let listed = match blobs.list() {
+        Ok(listed) => listed,
+        Err(e) => return eprintln!("warning: looking for payload blobs no job needs: {e}"),
+    };
+    for (key, _) in listed.iter().filter(|(_, written)| *written < before_ms) {
+        if let Some(digest) = digest_of(key) {
+            release(&digest);
+        } else if key.ends_with(".tmp") {
+            // A write that never finished (its server died).
+            if let Err(e) = blobs.delete(key) {
+                eprintln!("warning: removing an unfinished payload blob: {e}");
+            }
+        }
     }
+}
+
+/// Renames the payload files of an earlier layout (one per job, `<job id>.bin`) of the jobs
+/// `live` (id and digest) to their digest's blob.
+pub(super) fn adopt_job_files(blobs: &dyn Blobs, live: &[(String, [u8; 32])]) -> Result<()> {
+    for (id, digest) in live {
+        let old = format!("{id}.bin");
+        if let Some(bytes) = blobs.get(&old)? {
+            let key = blob_key(digest);
+            if !blobs.exists(&key)? {
+                blobs.put(&key, Arc::new(bytes))?;
+            }
+            blobs.delete(&old)?;
+        }
+    }
+    Ok(())
 }
 
 /// A store of blobs by key.
@@ -122,7 +174,9 @@ impl Blobs for DirBlobs {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(&bytes)?;
             f.sync_all()?;
-            std::fs::rename(&tmp, &path)
+            std::fs::rename(&tmp, &path)?;
+            // The rename itself reaches the disk before the row that points at the blob.
+            std::fs::File::open(&self.dir)?.sync_all()
         })();
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
@@ -223,9 +277,14 @@ impl S3Blobs {
         // error now rather than at the first job.
         let prefix = blobs.prefix.clone();
         let listed = blobs.store.run(move |rt, store| {
-            Ok(rt
-                .block_on(store.list_with_delimiter(Some(&prefix)))
-                .map(|_| ()))
+            // One page of the listing is enough to know.
+            Ok(rt.block_on(async {
+                use futures_util::StreamExt;
+                match store.list(Some(&prefix)).next().await {
+                    Some(Err(e)) => Err(e),
+                    _ => Ok(()),
+                }
+            }))
         })?;
         listed.map_err(|e| bad(e.to_string()))?;
         Ok(blobs)

@@ -124,8 +124,9 @@ pub struct NewJob {
     pub circuit: String,
     /// Its priority (1 low to 4 critical).
     pub priority: i32,
-    /// The request's bytes, kept in a file until the job is admitted.
-    pub payload: Vec<u8>,
+    /// The request's bytes, kept in a blob until the job ends (written before the store is
+    /// called, where the caller can: [`JobStore::blobs`]).
+    pub payload: std::sync::Arc<Vec<u8>>,
     /// The memory it needs at once on a node, in bytes: its input while parsed, and one
     /// partition where the submitting node knows the circuit's size (0: not estimated).
     pub mem_bytes: u64,
@@ -262,7 +263,9 @@ pub struct ClaimFilter {
     /// Jobs submitted before this time (milliseconds since the epoch) count as held, so that
     /// no job waits behind a stream of another circuit's jobs forever.
     pub aged_before_ms: u64,
-    /// Only jobs whose memory estimate is at most this many bytes (`None`: any).
+    /// Only jobs whose memory estimate is at most this many bytes (`None`: any), or that were
+    /// submitted before `aged_before_ms`: a large job is not passed over forever by nodes kept
+    /// busy with small ones (claimed, it waits for memory on its node).
     pub max_bytes: Option<u64>,
 }
 
@@ -298,6 +301,10 @@ pub trait JobStore: Send {
     fn get(&self, id: &str) -> Result<Option<JobRecord>>;
     /// The payload of a job that has not ended.
     fn payload(&self, id: &str) -> Result<Option<Vec<u8>>>;
+    /// Where the payloads are: a caller may write a payload's blob ([`blobs::blob_key`])
+    /// before [`JobStore::submit`] and read one ([`payload_of_live`]) without holding the
+    /// store, so that a large payload's transfer does not hold up the store's other calls.
+    fn blobs(&self) -> std::sync::Arc<dyn blobs::Blobs>;
     /// Registers `node` at its start. Another live process under its name (a heartbeat within
     /// that process's lease) is waited for up to two leases, then refused ([`StoreError::Busy`]).
     /// The jobs a previous run of the node left running are let go at once, by the rules of
@@ -381,7 +388,10 @@ fn new_id(digest: &[u8; 32]) -> String {
 
 /// The payload of `job` while it has not ended (an ended job's may be gone); a live job's
 /// missing blob is [`StoreError::MissingPayload`].
-fn payload_of_live(blobs: &dyn blobs::Blobs, job: Option<JobRecord>) -> Result<Option<Vec<u8>>> {
+pub fn payload_of_live(
+    blobs: &dyn blobs::Blobs,
+    job: Option<JobRecord>,
+) -> Result<Option<Vec<u8>>> {
     let Some(job) = job.filter(|j| !j.state.is_final()) else {
         return Ok(None);
     };

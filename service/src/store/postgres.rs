@@ -33,8 +33,20 @@ pub struct PgOptions {
     pub url: String,
     /// The schema the table lives in (created if missing; `None`: the connection's default).
     pub schema: Option<String>,
-    /// Where payloads are kept: a directory or a bucket every server of the database reaches.
+    /// Where payloads are kept: a directory or a bucket every server of the database reaches
+    /// (the store's blobs are in its folder named by the schema, when one is given).
     pub blobs: BlobLocation,
+}
+
+impl PgOptions {
+    /// Where the store's blobs are: `blobs`, in the schema's folder when a schema is given, so
+    /// that the clusters of one database's schemas never share a blob.
+    pub fn blob_location(&self) -> BlobLocation {
+        match &self.schema {
+            Some(schema) => self.blobs.child(schema),
+            None => self.blobs.clone(),
+        }
+    }
 }
 
 /// The database server's clock, in milliseconds since the epoch.
@@ -104,7 +116,6 @@ fn schema_name(s: &str) -> Result<&str> {
 impl PgStore {
     /// Connects, creates the schema and the table if missing, and starts the store's thread.
     pub fn open(options: &PgOptions) -> Result<Self> {
-        let blobs: Arc<dyn Blobs> = Arc::from(blobs::open(&options.blobs)?);
         let mut connect = PgConnectOptions::from_str(&options.url)?;
         // The server notices a dead client within about half a minute, so that the server lock
         // of a host that died goes with it.
@@ -116,6 +127,8 @@ impl PgStore {
         if let Some(schema) = options.schema.as_deref().map(schema_name).transpose()? {
             connect = connect.options([("search_path", schema)]);
         }
+        // After the schema's check: its name is a folder of the blob location.
+        let blobs: Arc<dyn Blobs> = Arc::from(blobs::open(&options.blob_location())?);
         let schema = options.schema.clone();
         let db = OnThread::start(
             "proofline-pg-store",
@@ -183,29 +196,25 @@ impl PgStore {
     fn release_digest(&self, digest: [u8; 32]) {
         let blobs = self.blobs.clone();
         let released = self.run(move |rt, pool| {
-            rt.block_on(async move {
-                let mut tx = pool.begin().await?;
-                lock_blob(&mut tx, &digest).await?;
-                let live: bool = sqlx::query_scalar(
-                    "SELECT EXISTS (SELECT 1 FROM proofline_jobs
-                         WHERE digest = $1 AND state IN ('queued', 'running'))",
-                )
-                .bind(digest.to_vec())
-                .fetch_one(&mut *tx)
-                .await?;
-                if !live {
-                    if let Err(e) = blobs.delete(&blob_key(&digest)) {
-                        tx.rollback().await?;
-                        return Err(e);
+            rt.block_on(with_blob_locked(pool, digest, move |tx| {
+                Box::pin(async move {
+                    let live: bool = sqlx::query_scalar(
+                        "SELECT EXISTS (SELECT 1 FROM proofline_jobs
+                             WHERE digest = $1 AND state IN ('queued', 'running'))",
+                    )
+                    .bind(digest.to_vec())
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    if !live {
+                        blobs.delete(&blob_key(&digest))?;
+                        sqlx::query("DELETE FROM proofline_blobs WHERE digest = $1")
+                            .bind(digest.to_vec())
+                            .execute(&mut *tx)
+                            .await?;
                     }
-                    sqlx::query("DELETE FROM proofline_blobs WHERE digest = $1")
-                        .bind(digest.to_vec())
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                tx.commit().await?;
-                Ok(())
-            })
+                    Ok(())
+                })
+            }))
         });
         if let Err(e) = released {
             eprintln!("warning: letting a payload blob go: {e}");
@@ -246,6 +255,34 @@ impl PgStore {
             let row = rt.block_on(sqlx::query(&sql).bind(value).fetch_optional(pool))?;
             row.as_ref().map(record).transpose()
         })
+    }
+}
+
+/// What runs while a digest's blob is locked.
+type Locked<'c, T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'c>>;
+
+/// Runs `body` in a transaction holding the lock of `digest`'s blob ([`lock_blob`]): committed
+/// when it answers, rolled back at once when it fails (a dropped transaction's rollback waits
+/// for the connection's next use, and other servers would wait for the lock until then).
+async fn with_blob_locked<T>(
+    pool: &PgPool,
+    digest: [u8; 32],
+    body: impl for<'c> FnOnce(&'c mut sqlx::PgConnection) -> Locked<'c, T>,
+) -> Result<T> {
+    let mut tx = pool.begin().await?;
+    let done = match lock_blob(&mut tx, &digest).await {
+        Ok(()) => body(&mut tx).await,
+        Err(e) => Err(e),
+    };
+    match done {
+        Ok(v) => {
+            tx.commit().await?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = tx.rollback().await;
+            Err(e)
+        }
     }
 }
 
@@ -331,7 +368,7 @@ impl JobStore for PgStore {
         let id = new_id(&job.digest);
         let (row_id, request_id, digest) = (id, job.request_id.clone(), job.digest);
         let blobs = self.blobs.clone();
-        let payload = Arc::new(job.payload);
+        let payload = job.payload;
         let inserted = self.run(move |rt, pool| {
             let sql = format!(
                 "INSERT INTO proofline_jobs
@@ -341,35 +378,28 @@ impl JobStore for PgStore {
                  ON CONFLICT (request_id) DO NOTHING
                  RETURNING {COLUMNS}"
             );
-            rt.block_on(async move {
-                let mut tx = pool.begin().await?;
-                lock_blob(&mut tx, &digest).await?;
-                // The payload is whole in its blob before the row that points at it; a job
-                // with the same digest may have written it already.
-                let key = blob_key(&digest);
-                let written = match blobs.exists(&key) {
-                    Ok(true) => Ok(()),
-                    Ok(false) => blobs.put(&key, payload),
-                    Err(e) => Err(e),
-                };
-                if let Err(e) = written {
-                    tx.rollback().await?;
-                    return Err(e);
-                }
-                let row = sqlx::query(&sql)
-                    .bind(row_id)
-                    .bind(request_id)
-                    .bind(digest.to_vec())
-                    .bind(job.kind)
-                    .bind(job.priority)
-                    .bind(now_ms() as i64)
-                    .bind(job.circuit)
-                    .bind(job.mem_bytes.min(i64::MAX as u64) as i64)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                tx.commit().await?;
-                row.as_ref().map(record).transpose()
-            })
+            rt.block_on(with_blob_locked(pool, digest, move |tx| {
+                Box::pin(async move {
+                    // The payload is whole in its blob before the row that points at it; the
+                    // caller, or a job with the same digest, may have written it already.
+                    let key = blob_key(&digest);
+                    if !blobs.exists(&key)? {
+                        blobs.put(&key, payload)?;
+                    }
+                    let row = sqlx::query(&sql)
+                        .bind(row_id)
+                        .bind(request_id)
+                        .bind(digest.to_vec())
+                        .bind(job.kind)
+                        .bind(job.priority)
+                        .bind(now_ms() as i64)
+                        .bind(job.circuit)
+                        .bind(job.mem_bytes.min(i64::MAX as u64) as i64)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    row.as_ref().map(record).transpose()
+                })
+            }))
         });
         match inserted {
             Ok(Some(stored)) => Ok(Submitted::New(stored)),
@@ -394,6 +424,10 @@ impl JobStore for PgStore {
 
     fn payload(&self, id: &str) -> Result<Option<Vec<u8>>> {
         payload_of_live(&*self.blobs, self.get(id)?)
+    }
+
+    fn blobs(&self) -> Arc<dyn Blobs> {
+        self.blobs.clone()
     }
 
     fn join(&mut self, node: &Node, max_attempts: u32) -> Result<Vec<Expired>> {
@@ -461,7 +495,7 @@ impl JobStore for PgStore {
                      lease_until_ms = {NOW} + $3
                  WHERE seq = (
                      SELECT seq FROM proofline_jobs WHERE state = 'queued' AND priority >= $4
-                         AND ($7::BIGINT IS NULL OR mem_bytes <= $7)
+                         AND ($7::BIGINT IS NULL OR mem_bytes <= $7 OR submitted_ms < $6)
                      ORDER BY priority DESC,
                          (circuit = ANY($5) OR submitted_ms < $6) DESC,
                          seq

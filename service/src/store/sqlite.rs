@@ -1,6 +1,7 @@
 //! The embedded store: `jobs.sqlite` and `payloads/` under the data directory.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -14,7 +15,7 @@ use super::{
 /// The embedded store: `jobs.sqlite` and `payloads/` under the data directory.
 pub struct SqliteStore {
     db: Connection,
-    blobs: Box<dyn Blobs>,
+    blobs: Arc<dyn Blobs>,
 }
 
 const COLUMNS: &str = "id, request_id, digest, kind, priority, state, attempts, proof, error, \
@@ -99,7 +100,8 @@ impl SqliteStore {
 
     /// Opens (or creates) the store under `dir`.
     pub fn open(dir: &Path) -> Result<Self> {
-        let blobs = blobs::open(&BlobLocation::Dir(dir.join("payloads")))?;
+        let blobs: Arc<dyn Blobs> =
+            Arc::from(blobs::open(&BlobLocation::Dir(dir.join("payloads")))?);
         let db = Connection::open(dir.join("jobs.sqlite"))?;
         db.pragma_update(None, "journal_mode", "WAL")?;
         db.pragma_update(None, "synchronous", "FULL")?;
@@ -137,7 +139,19 @@ impl SqliteStore {
                 db.execute_batch(&format!("ALTER TABLE jobs ADD COLUMN {column} {ty}"))?;
             }
         }
-        Ok(SqliteStore { db, blobs })
+        let store = SqliteStore { db, blobs };
+        // A store written by a version that kept one payload file per job.
+        let live: Vec<(String, Vec<u8>)> = store
+            .db
+            .prepare("SELECT id, digest FROM jobs WHERE state IN ('queued', 'running')")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let live: Vec<(String, [u8; 32])> = live
+            .into_iter()
+            .filter_map(|(id, d)| Some((id, <[u8; 32]>::try_from(d).ok()?)))
+            .collect();
+        blobs::adopt_job_files(&*store.blobs, &live)?;
+        Ok(store)
     }
 
     /// Lets job `id`'s payload blob go unless a job that has not ended needs it.
@@ -219,7 +233,7 @@ impl JobStore for SqliteStore {
         // the same digest has written it already.
         let key = blob_key(&job.digest);
         if !self.blobs.exists(&key)? {
-            self.blobs.put(&key, std::sync::Arc::new(job.payload))?;
+            self.blobs.put(&key, job.payload)?;
         }
         let inserted = self.db.execute(
             "INSERT INTO jobs
@@ -253,6 +267,10 @@ impl JobStore for SqliteStore {
 
     fn payload(&self, id: &str) -> Result<Option<Vec<u8>>> {
         payload_of_live(&*self.blobs, self.get(id)?)
+    }
+
+    fn blobs(&self) -> Arc<dyn Blobs> {
+        self.blobs.clone()
     }
 
     fn join(&mut self, node: &Node, max_attempts: u32) -> Result<Vec<Expired>> {
@@ -294,7 +312,7 @@ impl JobStore for SqliteStore {
         let next: Option<String> = tx
             .query_row(
                 "SELECT id FROM jobs WHERE state = 'queued' AND priority >= ?1
-                     AND (?4 IS NULL OR mem_bytes <= ?4)
+                     AND (?4 IS NULL OR mem_bytes <= ?4 OR submitted_ms < ?3)
                  ORDER BY priority DESC,
                      (circuit IN (SELECT value FROM json_each(?2)) OR submitted_ms < ?3) DESC,
                      seq
