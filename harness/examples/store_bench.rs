@@ -47,6 +47,7 @@ fn job(i: usize) -> NewJob {
         priority: 1 + (i % 4) as i32,
         payload: std::sync::Arc::new(payload),
         mem_bytes: 0,
+        input_bytes: 0,
         max_queued: None,
     }
 }

@@ -236,15 +236,17 @@ impl Prover {
         self.engine.budget().map(|b| b.capacity())
     }
 
-    /// The memory `job` needs at once under the budget: its input while parsed
-    /// ([`input_reservation`]) and one partition, where this prover has loaded the circuit's
-    /// parameters once (else the input alone).
-    pub fn estimate(&self, job: &Accepted) -> u64 {
+    /// The memory `job` needs under the budget: its input while parsed ([`input_reservation`])
+    /// and one partition, where this prover has loaded the circuit's parameters once (else 0).
+    pub fn estimate(&self, job: &Accepted) -> Estimate {
         let partition = lock(&self.partition_bytes)
             .get(&Circuit::of(job).id())
             .copied()
             .unwrap_or(0);
-        input_reservation(job).saturating_add(partition)
+        Estimate {
+            input: input_reservation(job),
+            partition,
+        }
     }
 
     /// Loads `circuit`'s parameters unless they are held; true if they were.
@@ -539,6 +541,15 @@ fn post_parameters(
 fn counted(mut input: Admitted, vanilla: Vec<Vec<u8>>) -> Admitted {
     input.count(vanilla_bytes(&vanilla));
     input
+}
+
+/// The memory a job needs under the budget, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Estimate {
+    /// Its input while parsed.
+    pub input: u64,
+    /// One of its partitions (0: not known).
+    pub partition: u64,
 }
 
 /// What a job's input reserves from the budget while it is parsed: the payload and its parsed

@@ -35,12 +35,12 @@ use crate::proto::{
     GetStatusRequest, GetStatusResponse, PreloadSrsRequest, PreloadSrsResponse, ProofKind,
     ProveRequest, ProveResponse, QueueStatus, SrsStatus, SubmitProofRequest, SubmitProofResponse,
 };
-use crate::prove::{CancelToken, Prover, ProverOptions};
+use crate::prove::{CancelToken, Estimate, Prover, ProverOptions};
 use crate::request::{check, Limits};
 use crate::store::blobs::blob_key;
 use crate::store::{
-    now_ms, payload_of_live, Cancelled, ClaimFilter, JobRecord, JobState, JobStore, NewJob, Node,
-    Outcome, PgOptions, PgStore, SqliteStore, StoreError, Submitted,
+    now_ms, payload_of_live, Cancelled, ClaimFilter, JobRecord, JobState, JobStore, MemoryRoom,
+    NewJob, Node, Outcome, PgOptions, PgStore, SqliteStore, StoreError, Submitted,
 };
 use prover_core::accounting::ledger::Stage;
 
@@ -125,8 +125,8 @@ pub(crate) struct Shared {
 pub(crate) struct RunningJob {
     kind: String,
     priority: i32,
-    /// Its memory estimate ([`JobRecord::mem_bytes`]).
-    mem_bytes: u64,
+    /// Its memory estimate: input and one partition.
+    estimate: Estimate,
     /// The attempt this node runs.
     pub(crate) attempt: u32,
     pub(crate) cancel: Arc<CancelToken>,
@@ -265,6 +265,7 @@ impl Shared {
         blobs
             .put(&blob_key(&accepted.digest), payload.clone())
             .map_err(internal)?;
+        let estimate = self.prover.estimate(&accepted);
         let mut store = self.store();
         let queued_before: u64 = store.queued().map_err(internal)?.iter().map(|q| q.2).sum();
         let submitted = store
@@ -275,7 +276,8 @@ impl Shared {
                 circuit: Circuit::of(&accepted).id(),
                 priority: accepted.priority as i32,
                 payload,
-                mem_bytes: self.prover.estimate(&accepted),
+                mem_bytes: estimate.input.saturating_add(estimate.partition),
+                input_bytes: estimate.input,
                 max_queued: self.max_queued,
             })
             .map_err(internal)?;
@@ -614,7 +616,10 @@ fn worker(shared: Arc<Shared>, retention: Duration, slots: usize, post_slots: us
             RunningJob {
                 kind: job.kind.clone(),
                 priority: job.priority,
-                mem_bytes: job.mem_bytes,
+                estimate: Estimate {
+                    input: job.input_bytes,
+                    partition: job.mem_bytes.saturating_sub(job.input_bytes),
+                },
                 attempt: job.attempts,
                 cancel: cancel.clone(),
                 lost: lost.clone(),
@@ -685,13 +690,10 @@ fn claim(shared: &Shared, min_priority: i32) -> Result<Option<JobRecord>, StoreE
             .map(|p| p.circuit_id)
             .collect(),
         aged_before_ms: now_ms().saturating_sub(HELD_PREFERENCE.as_millis() as u64),
-        max_bytes: None,
+        room: None,
     };
     let high = crate::proto::Priority::High as i32;
-    let committed: Vec<u64> = lock(&shared.running)
-        .values()
-        .map(|r| r.mem_bytes)
-        .collect();
+    let committed: Vec<Estimate> = lock(&shared.running).values().map(|r| r.estimate).collect();
     let Some(room) = claim_room(shared.prover.budget_capacity(), &committed, min_priority) else {
         return shared.store().claim_next(&shared.node, &filter);
     };
@@ -703,19 +705,32 @@ fn claim(shared: &Shared, min_priority: i32) -> Result<Option<JobRecord>, StoreE
     if let Some(job) = shared.store().claim_next(&shared.node, &post)? {
         return Ok(Some(job));
     }
-    filter.max_bytes = Some(room);
+    filter.room = Some(room);
     shared.store().claim_next(&shared.node, &filter)
 }
 
-/// The memory estimate a claim of priority `min_priority` or above may take beside running jobs
-/// of `committed` estimates, under a budget of `capacity` bytes; `None` when nothing is weighed
-/// (no budget, nothing running, or a claim of PoSt only).
-fn claim_room(capacity: Option<u64>, committed: &[u64], min_priority: i32) -> Option<u64> {
+/// The room a claim of priority `min_priority` or above may take beside running jobs of
+/// `committed` estimates, under a budget of `capacity` bytes, by admission's rule (the inputs
+/// held plus the largest partition of their jobs fit the budget); `None` when nothing is
+/// weighed (no budget, nothing running, or a claim of PoSt only).
+fn claim_room(
+    capacity: Option<u64>,
+    committed: &[Estimate],
+    min_priority: i32,
+) -> Option<MemoryRoom> {
     let capacity = capacity?;
     if committed.is_empty() || min_priority >= crate::proto::Priority::High as i32 {
         return None;
     }
-    Some(capacity.saturating_sub(committed.iter().fold(0u64, |a, &b| a.saturating_add(b))))
+    let inputs = committed
+        .iter()
+        .fold(0u64, |a, e| a.saturating_add(e.input));
+    let largest = committed.iter().map(|e| e.partition).max().unwrap_or(0);
+    let total = capacity.saturating_sub(inputs);
+    Some(MemoryRoom {
+        total,
+        input: total.saturating_sub(largest),
+    })
 }
 
 /// Proves a claimed job and records its outcome, if this attempt still owns it.
@@ -1057,28 +1072,45 @@ pub async fn serve(
 
 #[cfg(test)]
 mod tests {
-    use super::claim_room;
+    use super::{claim_room, Estimate, MemoryRoom};
     use crate::proto::Priority;
 
     #[test]
     fn claims_are_weighed_against_the_room_the_running_jobs_leave() {
         let normal = Priority::Normal as i32;
         let gib = 1u64 << 30;
-        // The budget less what the running jobs need.
+        let job = |input: u64, partition: u64| Estimate { input, partition };
+        let room = |total: u64, input: u64| Some(MemoryRoom { total, input });
+        // The budget less the running jobs' inputs; for the input, less their largest
+        // partition too (one partition of theirs or the new job's must fit beside the inputs).
         assert_eq!(
-            claim_room(Some(64 * gib), &[20 * gib, 30 * gib], normal),
-            Some(14 * gib)
+            claim_room(
+                Some(64 * gib),
+                &[job(2 * gib, 20 * gib), job(gib, 30 * gib)],
+                normal
+            ),
+            room(61 * gib, 31 * gib)
         );
+        // Two jobs of 1 GiB inputs and 10 GiB partitions fit a 22 GiB budget together, as
+        // admission lets them: 1 + 1 + 10 <= 22.
+        let r = claim_room(Some(22 * gib), &[job(gib, 10 * gib)], normal).unwrap();
+        assert!(11 * gib <= r.total && gib <= r.input);
+        // A third does not fit beside two: the input's room is gone.
+        let r = claim_room(
+            Some(12 * gib),
+            &[job(gib, 10 * gib), job(gib, 10 * gib)],
+            normal,
+        );
+        assert_eq!(r, room(10 * gib, 0));
         assert_eq!(
-            claim_room(Some(64 * gib), &[40 * gib, 40 * gib], i32::MIN),
-            Some(0)
+            claim_room(Some(gib), &[job(u64::MAX, 1)], normal),
+            room(0, 0)
         );
-        assert_eq!(claim_room(Some(64 * gib), &[u64::MAX, 1], normal), Some(0));
         // Not weighed: no budget, an idle node, or PoSt.
-        assert_eq!(claim_room(None, &[20 * gib], normal), None);
+        assert_eq!(claim_room(None, &[job(gib, gib)], normal), None);
         assert_eq!(claim_room(Some(64 * gib), &[], normal), None);
         assert_eq!(
-            claim_room(Some(64 * gib), &[60 * gib], Priority::High as i32),
+            claim_room(Some(64 * gib), &[job(gib, 60 * gib)], Priority::High as i32),
             None
         );
     }

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use proofline_service::store::blobs::{self, blob_key};
 use proofline_service::store::{
-    BlobLocation, Cancelled, ClaimFilter, JobRecord, JobState, JobStore, NewJob, Node, Outcome,
-    PgOptions, PgStore, SqliteStore, StoreError, Submitted, Timings,
+    BlobLocation, Cancelled, ClaimFilter, JobRecord, JobState, JobStore, MemoryRoom, NewJob, Node,
+    Outcome, PgOptions, PgStore, SqliteStore, StoreError, Submitted, Timings,
 };
 
 /// Where one test's store lives: a temporary directory (SQLite's database and payloads, or
@@ -457,7 +457,7 @@ fn claims_prefer_held_circuits_and_keep_slots_for_urgent_work(place: &Place) {
         min_priority,
         held: vec!["porep-32GiB".into(), "winning-2KiB".into()],
         aged_before_ms,
-        max_bytes: None,
+        room: None,
     };
     let mut next = |f: ClaimFilter| store.claim_next(&n, &f).unwrap().map(|j| j.id);
     // A slot kept for PoSt takes the WindowPoSt and nothing else.
@@ -472,48 +472,54 @@ fn claims_prefer_held_circuits_and_keep_slots_for_urgent_work(place: &Place) {
 
 fn claims_take_only_jobs_whose_memory_estimate_fits(place: &Place) {
     let mut store = place.open();
-    let mut submit = |id: &str, mem_bytes: u64| {
+    let gib = 1u64 << 30;
+    let mut submit = |id: &str, input_bytes: u64, partition: u64| {
         std::thread::sleep(Duration::from_millis(5));
         new(store
             .submit(NewJob {
-                mem_bytes,
+                mem_bytes: input_bytes.saturating_add(partition),
+                input_bytes,
                 ..job(id, 2, id.as_bytes())
             })
             .unwrap())
     };
-    let big = submit("big", 40 << 30);
-    let small = submit("small", 1 << 30);
-    let huge = submit("huge", u64::MAX);
-    let late = submit("late", u64::MAX);
-    assert_eq!(big.mem_bytes, 40 << 30);
+    let big = submit("big", gib, 39 * gib);
+    let small = submit("small", gib, 0);
+    let wide = submit("wide", 4 * gib, gib);
+    let huge = submit("huge", u64::MAX, 0);
+    let late = submit("late", u64::MAX, 0);
+    assert_eq!((big.mem_bytes, big.input_bytes), (40 * gib, gib));
     // Stored as the largest estimate the column holds.
     assert_eq!(huge.mem_bytes, i64::MAX as u64);
     let n = n1();
-    let within = |max_bytes: Option<u64>| ClaimFilter {
+    let within = |total: u64, input: u64| ClaimFilter {
         min_priority: i32::MIN,
-        max_bytes,
+        room: Some(MemoryRoom { total, input }),
         ..ClaimFilter::default()
-    };
-    let aged = |max_bytes: Option<u64>, aged_before_ms: u64| ClaimFilter {
-        aged_before_ms,
-        ..within(max_bytes)
     };
     let mut next = |f: ClaimFilter| store.claim_next(&n, &f).unwrap().map(|j| j.id);
     // The older job does not fit: the one that does goes first.
-    assert_eq!(next(within(Some(8 << 30))), Some(small.id));
-    assert_eq!(next(within(Some(8 << 30))), None);
-    // Room for exactly its estimate is room enough; no limit takes anything.
-    assert_eq!(next(within(Some((40 << 30) - 1))), None);
-    assert_eq!(next(within(Some(40 << 30))), Some(big.id));
-    assert_eq!(next(within(Some(40 << 30))), None);
+    assert_eq!(next(within(8 * gib, 8 * gib)), Some(small.id));
+    // Its estimate fits but its input does not (beside the running jobs' largest partition).
+    assert_eq!(next(within(8 * gib, 3 * gib)), None);
+    assert_eq!(next(within(8 * gib, 4 * gib)), Some(wide.id));
+    // Room for exactly its estimate is room enough.
+    assert_eq!(next(within(40 * gib - 1, 40 * gib)), None);
+    assert_eq!(next(within(40 * gib, gib)), Some(big.id));
+    assert_eq!(next(within(40 * gib, 40 * gib)), None);
     // A job that waited long is taken whatever its estimate, so that none waits forever.
-    assert_eq!(next(aged(Some(1), huge.submitted_ms)), None);
-    assert_eq!(
-        next(aged(Some(1), huge.submitted_ms + 1)),
-        Some(huge.id.clone())
-    );
+    let aged = |aged_before_ms: u64| ClaimFilter {
+        aged_before_ms,
+        ..within(1, 1)
+    };
+    assert_eq!(next(aged(huge.submitted_ms)), None);
+    assert_eq!(next(aged(huge.submitted_ms + 1)), Some(huge.id));
     // No limit takes anything.
-    assert_eq!(next(within(None)), Some(late.id));
+    let any = ClaimFilter {
+        min_priority: i32::MIN,
+        ..ClaimFilter::default()
+    };
+    assert_eq!(next(any), Some(late.id));
 }
 
 /// A failure's reason may quote a client's payload, NUL characters included: stored all the
@@ -546,6 +552,7 @@ fn job(request_id: &str, priority: i32, payload: &[u8]) -> NewJob {
         priority,
         payload: std::sync::Arc::new(payload.to_vec()),
         mem_bytes: 0,
+        input_bytes: 0,
         max_queued: None,
     }
 }

@@ -130,6 +130,9 @@ pub struct NewJob {
     /// The memory it needs at once on a node, in bytes: its input while parsed, and one
     /// partition where the submitting node knows the circuit's size (0: not estimated).
     pub mem_bytes: u64,
+    /// Of `mem_bytes`, its input's (the rest is one partition, which jobs on a node share the
+    /// room for: see [`MemoryRoom`]).
+    pub input_bytes: u64,
     /// Jobs queued at most: a new job beyond it is refused ([`Submitted::Full`]).
     pub max_queued: Option<u64>,
 }
@@ -159,6 +162,8 @@ pub struct JobRecord {
     pub lease_until_ms: Option<u64>,
     /// The memory it needs at once on a node ([`NewJob::mem_bytes`]).
     pub mem_bytes: u64,
+    /// Of it, its input's ([`NewJob::input_bytes`]).
+    pub input_bytes: u64,
     /// The proof, once completed.
     pub proof: Option<Vec<u8>>,
     /// Why it failed.
@@ -263,10 +268,21 @@ pub struct ClaimFilter {
     /// Jobs submitted before this time (milliseconds since the epoch) count as held, so that
     /// no job waits behind a stream of another circuit's jobs forever.
     pub aged_before_ms: u64,
-    /// Only jobs whose memory estimate is at most this many bytes (`None`: any), or that were
-    /// submitted before `aged_before_ms`: a large job is not passed over forever by nodes kept
-    /// busy with small ones (claimed, it waits for memory on its node).
-    pub max_bytes: Option<u64>,
+    /// Only jobs that fit this room (`None`: any), or that were submitted before
+    /// `aged_before_ms`: a large job is not passed over forever by nodes kept busy with small
+    /// ones (claimed, it waits for memory on its node).
+    pub room: Option<MemoryRoom>,
+}
+
+/// The memory a node has for one more job, as its budget admits job inputs: the inputs held
+/// plus the largest partition any of their jobs needs must fit. A job fits when its estimate
+/// (input and partition) is at most `total` and its input at most `input`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryRoom {
+    /// The budget less the running jobs' inputs.
+    pub total: u64,
+    /// That, less the largest partition of the running jobs.
+    pub input: u64,
 }
 
 /// A node as the store sees it.

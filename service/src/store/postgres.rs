@@ -63,7 +63,7 @@ pub struct PgStore {
 
 const COLUMNS: &str = "id, request_id, digest, kind, priority, state, attempts, proof, error, \
                        submitted_ms, finished_ms, started_ms, srs_load_ms, synthesis_ms, \
-                       gpu_compute_ms, circuit, owner, lease_until_ms, mem_bytes";
+                       gpu_compute_ms, circuit, owner, lease_until_ms, mem_bytes, input_bytes";
 
 fn record(row: &PgRow) -> Result<JobRecord> {
     let digest: Vec<u8> = row.try_get("digest")?;
@@ -95,6 +95,7 @@ fn record(row: &PgRow) -> Result<JobRecord> {
         owner: row.try_get("owner")?,
         lease_until_ms: ms("lease_until_ms")?,
         mem_bytes: row.try_get::<i64, _>("mem_bytes")?.max(0) as u64,
+        input_bytes: row.try_get::<i64, _>("input_bytes")?.max(0) as u64,
     })
 }
 
@@ -342,6 +343,7 @@ async fn migrate(pool: &PgPool, schema: Option<&str>) -> Result<()> {
         "ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS lease_until_ms BIGINT",
         // And the job's memory estimate.
         "ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS mem_bytes BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS input_bytes BIGINT NOT NULL DEFAULT 0",
         "CREATE INDEX IF NOT EXISTS proofline_jobs_digest ON proofline_jobs (digest)",
         // A payload blob's lock: held by a submit while it writes the blob and its job's row,
         // and by the removal of a blob no live job needs.
@@ -373,8 +375,8 @@ impl JobStore for PgStore {
             let sql = format!(
                 "INSERT INTO proofline_jobs
                      (id, request_id, digest, kind, priority, state, submitted_ms, circuit,
-                      mem_bytes)
-                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8)
+                      mem_bytes, input_bytes)
+                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9)
                  ON CONFLICT (request_id) DO NOTHING
                  RETURNING {COLUMNS}"
             );
@@ -395,6 +397,7 @@ impl JobStore for PgStore {
                         .bind(now_ms() as i64)
                         .bind(job.circuit)
                         .bind(job.mem_bytes.min(i64::MAX as u64) as i64)
+                        .bind(job.input_bytes.min(i64::MAX as u64) as i64)
                         .fetch_optional(&mut *tx)
                         .await?;
                     row.as_ref().map(record).transpose()
@@ -495,7 +498,8 @@ impl JobStore for PgStore {
                      lease_until_ms = {NOW} + $3
                  WHERE seq = (
                      SELECT seq FROM proofline_jobs WHERE state = 'queued' AND priority >= $4
-                         AND ($7::BIGINT IS NULL OR mem_bytes <= $7 OR submitted_ms < $6)
+                         AND ($7::BIGINT IS NULL OR (mem_bytes <= $7 AND input_bytes <= $8)
+                              OR submitted_ms < $6)
                      ORDER BY priority DESC,
                          (circuit = ANY($5) OR submitted_ms < $6) DESC,
                          seq
@@ -511,7 +515,8 @@ impl JobStore for PgStore {
                     .bind(filter.min_priority)
                     .bind(filter.held)
                     .bind(filter.aged_before_ms as i64)
-                    .bind(filter.max_bytes.map(|b| b.min(i64::MAX as u64) as i64))
+                    .bind(filter.room.map(|r| r.total.min(i64::MAX as u64) as i64))
+                    .bind(filter.room.map(|r| r.input.min(i64::MAX as u64) as i64))
                     .fetch_optional(pool),
             )?;
             row.as_ref().map(record).transpose()

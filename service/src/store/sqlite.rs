@@ -20,11 +20,11 @@ pub struct SqliteStore {
 
 const COLUMNS: &str = "id, request_id, digest, kind, priority, state, attempts, proof, error, \
                        submitted_ms, finished_ms, started_ms, srs_load_ms, synthesis_ms, \
-                       gpu_compute_ms, circuit, owner, lease_until_ms, mem_bytes";
+                       gpu_compute_ms, circuit, owner, lease_until_ms, mem_bytes, input_bytes";
 
 /// The columns added to the first layout: the claim time, [`Timings`], the claim's circuit,
 /// owner and lease, and the job's memory estimate.
-const ADDED_COLUMNS: [(&str, &str); 8] = [
+const ADDED_COLUMNS: [(&str, &str); 9] = [
     ("started_ms", "INTEGER"),
     ("srs_load_ms", "INTEGER"),
     ("synthesis_ms", "INTEGER"),
@@ -33,6 +33,7 @@ const ADDED_COLUMNS: [(&str, &str); 8] = [
     ("owner", "TEXT"),
     ("lease_until_ms", "INTEGER"),
     ("mem_bytes", "INTEGER NOT NULL DEFAULT 0"),
+    ("input_bytes", "INTEGER NOT NULL DEFAULT 0"),
 ];
 
 fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<(JobRecord, String)> {
@@ -65,6 +66,7 @@ fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<(JobRecord, String)> {
             owner: row.get(16)?,
             lease_until_ms: row.get::<_, Option<i64>>(17)?.map(|v| v as u64),
             mem_bytes: row.get::<_, i64>(18)?.max(0) as u64,
+            input_bytes: row.get::<_, i64>(19)?.max(0) as u64,
         },
         state,
     ))
@@ -238,8 +240,8 @@ impl JobStore for SqliteStore {
         let inserted = self.db.execute(
             "INSERT INTO jobs
                  (id, request_id, digest, kind, priority, state, submitted_ms, circuit,
-                  mem_bytes)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7, ?8)",
+                  mem_bytes, input_bytes)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7, ?8, ?9)",
             params![
                 id,
                 job.request_id,
@@ -248,7 +250,8 @@ impl JobStore for SqliteStore {
                 job.priority,
                 now_ms() as i64,
                 job.circuit,
-                job.mem_bytes.min(i64::MAX as u64) as i64
+                job.mem_bytes.min(i64::MAX as u64) as i64,
+                job.input_bytes.min(i64::MAX as u64) as i64
             ],
         );
         if let Err(e) = inserted {
@@ -312,7 +315,8 @@ impl JobStore for SqliteStore {
         let next: Option<String> = tx
             .query_row(
                 "SELECT id FROM jobs WHERE state = 'queued' AND priority >= ?1
-                     AND (?4 IS NULL OR mem_bytes <= ?4 OR submitted_ms < ?3)
+                     AND (?4 IS NULL OR (mem_bytes <= ?4 AND input_bytes <= ?5)
+                          OR submitted_ms < ?3)
                  ORDER BY priority DESC,
                      (circuit IN (SELECT value FROM json_each(?2)) OR submitted_ms < ?3) DESC,
                      seq
@@ -321,7 +325,8 @@ impl JobStore for SqliteStore {
                     filter.min_priority,
                     held,
                     filter.aged_before_ms as i64,
-                    filter.max_bytes.map(|b| b.min(i64::MAX as u64) as i64)
+                    filter.room.map(|r| r.total.min(i64::MAX as u64) as i64),
+                    filter.room.map(|r| r.input.min(i64::MAX as u64) as i64)
                 ],
                 |r| r.get(0),
             )
