@@ -2,8 +2,9 @@
 //! vanilla proofs, proofline's engine makes the SNARKs with parameters from proofline's
 //! generator, and filecoin-proofs' own verifiers check them; negative twins must fail.
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
 use filecoin_proofs::{
     verify_window_post, verify_winning_post, PoStConfig, PoStType, SECTOR_SIZE_2_KIB,
@@ -17,13 +18,8 @@ use prover_core::{CpuSynthesizer, Precompiled, Synthesizer};
 use storage_proofs_core::api_version::ApiVersion;
 
 /// One parameter cache for the test binary, set before filecoin-proofs reads its settings.
-fn init() -> &'static tempfile::TempDir {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir.path());
-        dir
-    })
+fn init() -> &'static std::path::Path {
+    support::param_cache("post")
 }
 
 fn sectors(n: usize, prover_id: [u8; 32]) -> (tempfile::TempDir, Vec<SealedSector>) {

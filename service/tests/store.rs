@@ -846,6 +846,100 @@ fn postgres_claimers_take_each_job_once() {
     assert!(claim(&mut store).is_none());
 }
 
+/// A database of its own on the test server (dropped at the end), as a second cluster's.
+struct Database {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl Database {
+    fn create(url: &str, test: &str) -> Self {
+        let name = format!("t_{test}_{:08x}", rand::random::<u32>());
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let (server, _) = base
+            .rsplit_once('/')
+            .expect("a database URL with a database");
+        let url = match query {
+            "" => format!("{server}/{name}"),
+            q => format!("{server}/{name}?{q}"),
+        };
+        let db = Database {
+            admin: base.to_string(),
+            name,
+            url,
+        };
+        db.admin(&format!("CREATE DATABASE {}", db.name));
+        db
+    }
+
+    fn admin(&self, sql: &str) {
+        use sqlx::Connection;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut c = sqlx::PgConnection::connect(&self.admin).await.unwrap();
+            sqlx::query(sql).execute(&mut c).await.unwrap();
+            c.close().await.unwrap();
+        });
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        self.admin(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            self.name
+        ));
+    }
+}
+
+/// Two databases' stores never share one blob location: each would remove the other's payloads
+/// as blobs no job of its own needs. The second is refused at open, naming the location; another
+/// server of the first database is not, and neither is the second at a location of its own.
+fn two_databases_never_share_a_blob_location(place: &Place) {
+    let pg = place.pg.as_ref().unwrap();
+    let mut first = place.open();
+    let j = new(first.submit(job("r1", 1, b"kept")).unwrap());
+    let other = Database::create(&pg.url, "two_dbs");
+    let mut second = pg.clone();
+    second.url = other.url.clone();
+    assert_eq!(second.blob_location(), pg.blob_location());
+    let err = PgStore::open(&second).err().unwrap().to_string();
+    assert!(
+        err.contains("another job store") && err.contains(&pg.blob_location().to_string()),
+        "{err}"
+    );
+    // Another server of the first database shares its location.
+    let mut again = place.open();
+    assert_eq!(again.payload(&j.id).unwrap().unwrap(), b"kept");
+    // The second database at a location of its own.
+    second.blobs = second.blobs.child("own");
+    let mut own: Box<dyn JobStore> = Box::new(PgStore::open(&second).unwrap());
+    new(own.submit(job("r1", 1, b"its own")).unwrap());
+    drop(own);
+    // The first store's payload was never touched.
+    let claimed = claim(&mut again).unwrap();
+    assert_eq!(claimed.id, j.id);
+    assert_eq!(first.payload(&j.id).unwrap().unwrap(), b"kept");
+}
+
+#[test]
+fn postgres_two_databases_never_share_a_blob_location() {
+    if let Some(place) = Place::postgres("two_dbs") {
+        two_databases_never_share_a_blob_location(&place);
+    }
+}
+
+#[test]
+fn postgres_s3_two_databases_never_share_a_blob_location() {
+    if let Some(place) = Place::postgres_s3("two_dbs") {
+        two_databases_never_share_a_blob_location(&place);
+    }
+}
+
 /// Four servers submit and end jobs of one payload at once: every job's payload is there until
 /// it ends (a submit never lands between another server's look for live jobs and its removal of
 /// the blob), and once every job has ended the blob is gone.

@@ -161,6 +161,15 @@ impl PgStore {
             // The store is dropped: the connections close.
             |runtime, pool: PgPool| runtime.block_on(pool.close()),
         )?;
+        let store_id = db.run(|rt, pool| {
+            Ok(rt.block_on(
+                sqlx::query_scalar::<_, String>(
+                    "SELECT value FROM proofline_meta WHERE key = 'store_id'",
+                )
+                .fetch_one(pool),
+            )?)
+        })?;
+        blobs::claim_location(&*blobs, &store_id)?;
         Ok(PgStore { db, blobs })
     }
 
@@ -305,6 +314,8 @@ async fn lock_blob(tx: &mut sqlx::PgConnection, digest: &[u8; 32]) -> Result<()>
     }
 }
 
+/// Creates (or brings up to date) the store's tables, and the store's identity: made at its
+/// creation, kept in `proofline_meta`, the same for every server of the store.
 async fn migrate(pool: &PgPool, schema: Option<&str>) -> Result<()> {
     let mut tx = pool.begin().await?;
     // One server creates the table; the others wait for it and find it there.
@@ -354,9 +365,22 @@ async fn migrate(pool: &PgPool, schema: Option<&str>) -> Result<()> {
              lease_ms BIGINT NOT NULL,
              heartbeat_ms BIGINT
          )",
+        "CREATE TABLE IF NOT EXISTS proofline_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ] {
         sqlx::query(statement).execute(&mut *tx).await?;
     }
+    let made = format!(
+        "{}:{}-{:016x}",
+        schema.unwrap_or("(default schema)"),
+        super::now_ms(),
+        rand::random::<u64>()
+    );
+    sqlx::query(
+        "INSERT INTO proofline_meta (key, value) VALUES ('store_id', $1) ON CONFLICT DO NOTHING",
+    )
+    .bind(made)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(())
 }
