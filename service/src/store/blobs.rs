@@ -105,36 +105,34 @@ pub(super) fn sweep(blobs: &dyn Blobs, before_ms: u64, mut release: impl FnMut(&
 
 /// The blob naming the job store whose payloads a location holds (not a payload's name, so a
 /// sweep never takes it).
-pub const OWNER_KEY: &str = "proofline-store";
+const OWNER_KEY: &str = "proofline-store";
 
 /// Makes `blobs` the payload location of the store `store_id` (its database's own identity), or
 /// refuses when it is another store's: two stores on one location would each remove the
 /// other's payloads as blobs no job of theirs needs. A location without an owner (new, or
 /// written before owners were kept) becomes this store's.
 pub(super) fn claim_location(blobs: &dyn Blobs, store_id: &str) -> Result<()> {
-    let refused = |owner: &[u8]| {
-        StoreError::Blob(format!(
+    let owner = match blobs.get(OWNER_KEY)? {
+        Some(owner) => Some(owner),
+        None => {
+            blobs.put(OWNER_KEY, Arc::new(store_id.as_bytes().to_vec()))?;
+            // Read back: of two stores' servers claiming it at the same moment, the last write
+            // won, and the other is refused below.
+            blobs.get(OWNER_KEY)?
+        }
+    };
+    match owner {
+        Some(owner) if owner == store_id.as_bytes() => Ok(()),
+        Some(owner) => Err(StoreError::Blob(format!(
             "{} holds the payloads of another job store ({}; this one is {store_id}): give each \
              database its own blob location (servers of one database share theirs)",
             blobs.location(),
-            String::from_utf8_lossy(owner).trim()
-        ))
-    };
-    match blobs.get(OWNER_KEY)? {
-        Some(owner) if owner == store_id.as_bytes() => Ok(()),
-        Some(owner) => Err(refused(&owner)),
-        None => {
-            blobs.put(OWNER_KEY, Arc::new(store_id.as_bytes().to_vec()))?;
-            // Another store's server that claimed it at the same moment: the last write won.
-            match blobs.get(OWNER_KEY)? {
-                Some(owner) if owner == store_id.as_bytes() => Ok(()),
-                Some(owner) => Err(refused(&owner)),
-                None => Err(StoreError::Blob(format!(
-                    "{}: the blob {OWNER_KEY} just written is not there",
-                    blobs.location()
-                ))),
-            }
-        }
+            String::from_utf8_lossy(&owner).trim()
+        ))),
+        None => Err(StoreError::Blob(format!(
+            "{}: the blob {OWNER_KEY} just written is not there",
+            blobs.location()
+        ))),
     }
 }
 
